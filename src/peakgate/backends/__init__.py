@@ -1,0 +1,1 @@
+"""Model workers: every engine behind the `Backend` protocol."""

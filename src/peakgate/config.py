@@ -1,0 +1,174 @@
+"""Configuration: pydantic, built once at start-up and passed down. The only module that reads the environment."""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from peakgate.errors import ConfigError
+
+PriorityClass = Literal["interactive", "document", "batch"]
+PRIORITY_ORDER: tuple[PriorityClass, ...] = ("interactive", "document", "batch")
+EngineKind = Literal["apertium", "ctranslate2", "openai", "echo"]
+REPO_MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ModelConfig(_Frozen):
+    """One named model: an engine serving one language pair."""
+
+    name: str
+    engine: EngineKind
+    source: str
+    target: str
+    precision: str = "-"
+    path: str | None = None  # ctranslate2 model folder (relative paths resolve against models_dir)
+    mode: str | None = None  # apertium mode, e.g. "eng-spa"
+    pipelines: int = 1
+    compute_type: str = "int8"
+    device: Literal["cpu", "cuda", "auto"] = "cpu"
+    inter_threads: int = 1
+    intra_threads: int = 2
+    max_batch_size: int = 32
+    preferred_batch_sizes: tuple[int, ...] = (8, 16, 32)
+    base_url: str | None = None  # openai-compatible upstream
+    api_key: str | None = None
+    upstream_model: str | None = None
+    timeout_s: float = 10.0
+
+
+class BatcherConfig(_Frozen):
+    """Triton-style dynamic batching knobs, per model queue."""
+
+    max_batch_size: int = 32
+    preferred_batch_sizes: tuple[int, ...] = (8, 16, 32)
+    max_queue_delay_ms: float = 5.0
+    max_batch_tokens: int = 4096
+    max_queue_len: int = 2048
+
+
+class ClassConfig(_Frozen):
+    """SLA and decoding per priority class."""
+
+    deadline_ms: float = 10_000.0
+    max_queue_wait_ms: float = 5_000.0
+    beam_size: int = 1
+    max_decoding_length: int = 256
+    rate_chars_per_s: float = 200_000.0  # token bucket shared by the whole class
+    burst_chars: float = 400_000.0
+    smoothing: bool = False  # leaky-bucket pacing instead of bursts
+
+
+def _default_classes() -> dict[PriorityClass, ClassConfig]:
+    return {
+        "interactive": ClassConfig(deadline_ms=3_000, max_queue_wait_ms=500),
+        "document": ClassConfig(deadline_ms=30_000, max_queue_wait_ms=10_000, beam_size=2),
+        "batch": ClassConfig(deadline_ms=300_000, max_queue_wait_ms=120_000, smoothing=True),
+    }
+
+
+class KeyConfig(_Frozen):
+    """An API key: who it belongs to, its priority class and quotas."""
+
+    key: str
+    tenant: str
+    priority_class: PriorityClass = "interactive"
+    rate_chars_per_s: float = 20_000.0
+    burst_chars: float = 50_000.0
+    quota_chars: int | None = None  # billing-period character limit (DeepL 456 when spent)
+
+
+class LimitsConfig(_Frozen):
+    max_segment_chars: int = 5_000
+    max_request_chars: int = 128_000
+    max_segments: int = 50
+
+
+class Settings(_Frozen):
+    host: str = "127.0.0.1"
+    port: int = 8080
+    data_dir: Path = Path("var")
+    models_dir: Path = REPO_MODELS_DIR
+    models: tuple[ModelConfig, ...] = ()
+    tiers: dict[str, tuple[str, ...]] = Field(default_factory=dict)  # tier -> model fallback chain
+    default_tier: str = "tiny"
+    batcher: BatcherConfig = BatcherConfig()
+    classes: dict[PriorityClass, ClassConfig] = Field(default_factory=_default_classes)
+    keys: tuple[KeyConfig, ...] = ()
+    limits: LimitsConfig = LimitsConfig()
+    log_level: str = "info"
+
+    @model_validator(mode="after")
+    def _check_tiers(self) -> Settings:
+        names = {m.name for m in self.models}
+        for tier, chain in self.tiers.items():
+            missing = [n for n in chain if n not in names]
+            if missing:
+                raise ValueError(f"tier {tier!r} names unknown models {missing}")
+        if self.tiers and self.default_tier not in self.tiers:
+            raise ValueError(f"default_tier {self.default_tier!r} is not a tier")
+        return self
+
+    def model(self, name: str) -> ModelConfig | None:
+        return next((m for m in self.models if m.name == name), None)
+
+
+def default_models() -> tuple[ModelConfig, ...]:
+    """The embedded default: Apertium both ways plus the shipped en->es students."""
+    return (
+        ModelConfig(name="apertium-en-es", engine="apertium", source="en", target="es", mode="eng-spa", pipelines=2),
+        ModelConfig(name="apertium-es-en", engine="apertium", source="es", target="en", mode="spa-eng"),
+        ModelConfig(name="student-en-es-int8", engine="ctranslate2", source="en", target="es",
+                    precision="int8", path="student-en-es-int8", compute_type="int8"),
+        ModelConfig(name="student-en-es-fp32", engine="ctranslate2", source="en", target="es",
+                    precision="float32", path="student-en-es-fp32", compute_type="float32"),
+    )
+
+
+def default_tiers() -> dict[str, tuple[str, ...]]:
+    # Filled in with measured figures in the README: see "Default tier map".
+    return {
+        "tiny": ("student-en-es-int8", "apertium-en-es", "apertium-es-en"),
+        "medium": ("apertium-en-es", "student-en-es-int8", "apertium-es-en"),
+        "large": ("apertium-en-es", "student-en-es-fp32", "student-en-es-int8", "apertium-es-en"),
+    }
+
+
+def _read_file(path: Path) -> dict[str, object]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config {path}: {exc}") from exc
+    try:
+        data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"config {path} is not valid {path.suffix.lstrip('.') or 'json'}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"config {path} must hold a table/object at the top")
+    return data
+
+
+def load_settings(path: Path | None = None, **overrides: object) -> Settings:
+    """File (TOML or JSON) < environment (PEAKGATE_CONFIG, PEAKGATE_DATA_DIR) < explicit overrides."""
+    env_path = os.environ.get("PEAKGATE_CONFIG")
+    path = path or (Path(env_path) if env_path else None)
+    file_data = _read_file(path) if path else {}
+    data = dict(file_data)
+    if "PEAKGATE_DATA_DIR" in os.environ:
+        data["data_dir"] = os.environ["PEAKGATE_DATA_DIR"]
+    if "models" not in file_data:  # the embedded default brings its tier map along
+        data["models"] = default_models()
+        data.setdefault("tiers", default_tiers())
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"invalid config: {exc}") from exc

@@ -1,0 +1,1 @@
+"""Model build pipeline: corpus -> teacher distillation -> training -> CTranslate2 conversion."""

@@ -1,0 +1,1 @@
+"""Observability: Prometheus metrics (one registry per service, no module globals)."""

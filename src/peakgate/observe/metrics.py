@@ -1,0 +1,42 @@
+"""Every metric peakgate exports, on a registry owned by the service (no global registry)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+_LATENCY_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+_BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128)
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.requests = Counter("peakgate_requests_total", "HTTP requests", ["endpoint", "tier", "status"], registry=r)
+        self.request_latency = Histogram(
+            "peakgate_request_latency_seconds", "HTTP request latency", ["endpoint", "tier"],
+            buckets=_LATENCY_BUCKETS_S, registry=r,
+        )
+        self.queue_length = Gauge("peakgate_queue_length", "Segments waiting per model", ["model"], registry=r)
+        self.queue_wait = Histogram(
+            "peakgate_queue_wait_seconds", "Time a segment waited before its batch ran", ["model", "priority"],
+            buckets=_LATENCY_BUCKETS_S, registry=r,
+        )
+        self.batch_size = Histogram(
+            "peakgate_batch_size", "Segments per executed batch", ["model"], buckets=_BATCH_BUCKETS, registry=r
+        )
+        self.coalesced = Counter("peakgate_coalesced_total", "Segments served by an identical in-flight one",
+                                 ["model"], registry=r)
+        self.model_busy = Counter("peakgate_model_busy_seconds_total", "Time each model spent running batches",
+                                  ["model"], registry=r)
+        self.dropped = Counter("peakgate_dropped_total", "Segments dropped from queues", ["model", "reason"],
+                               registry=r)
+        self.rejected = Counter("peakgate_rejected_total", "Requests refused by admission", ["reason", "priority"],
+                                registry=r)
+        self.backend_errors = Counter("peakgate_backend_errors_total", "Engine failures", ["model", "kind"],
+                                      registry=r)
+        self.fallbacks = Counter("peakgate_fallbacks_total", "Requests routed past an unhealthy model",
+                                 ["tier", "model"], registry=r)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

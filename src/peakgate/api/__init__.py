@@ -1,0 +1,1 @@
+"""HTTP API: native, DeepL- and LibreTranslate-compatible routes over one service."""

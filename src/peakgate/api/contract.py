@@ -1,0 +1,48 @@
+"""What the HTTP layer needs from the pipeline behind it (implemented by `peakgate.service.Service`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from peakgate.config import Settings
+from peakgate.domain import Principal, TranslateRequest, TranslateResult
+from peakgate.observe.metrics import Metrics
+
+
+@dataclass(frozen=True, slots=True)
+class Language:
+    code: str  # lower-case ISO 639-1, e.g. "en"
+    name: str  # English name, e.g. "English"
+    targets: tuple[str, ...]  # codes this language translates into
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    character_count: int
+    character_limit: int  # 0 when unlimited
+
+
+class TranslationService(Protocol):
+    settings: Settings
+    metrics: Metrics
+
+    def authenticate(self, key: str | None) -> Principal:
+        """Raise `Unauthorized` for a bad key; open dev mode returns an anonymous principal."""
+
+    async def translate(self, request: TranslateRequest, principal: Principal) -> TranslateResult:
+        """Admission (token buckets, quotas) → router → scheduler → engines.
+
+        Raises from the exception tree: `BadRequest` subclasses, `RateLimited`/`Overloaded`
+        (with `retry_after_s`), `QuotaExceeded`, `DeadlineExceeded`, `BackendError`.
+        """
+
+    def detect(self, text: str) -> list[tuple[str, float]]:
+        """Candidate languages with confidence in [0, 1], best first."""
+
+    def languages(self) -> list[Language]: ...
+
+    def usage(self, principal: Principal) -> Usage: ...
+
+    def ready(self) -> bool:
+        """True once every model has warmed up."""

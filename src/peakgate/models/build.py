@@ -91,8 +91,8 @@ def _encode(spm_model: Path, recipe: Recipe, paths: BuildPaths) -> list[tuple[li
     src = (paths.build_dir / "train.en").read_text(encoding="utf-8").splitlines()
     tgt = (paths.build_dir / "train.es").read_text(encoding="utf-8").splitlines()
     out = []
-    for s_ids, t_ids in zip(sp.encode(src), sp.encode(tgt), strict=True):
-        s_ids, t_ids = [*s_ids, 0], [*t_ids, 0]
+    for s_raw, t_raw in zip(sp.encode(src), sp.encode(tgt), strict=True):
+        s_ids, t_ids = [*s_raw, 0], [*t_raw, 0]  # 0 is </s>
         if len(s_ids) <= recipe.max_tokens and len(t_ids) <= recipe.max_tokens:
             out.append((s_ids, t_ids))
     return out
@@ -138,7 +138,7 @@ def build(paths: BuildPaths, recipe: Recipe, log: Callable[[str], None] = print)
     hf_dir.mkdir(exist_ok=True)
     log(f"training on {len(pairs)} pairs for {recipe.train_minutes} min")
     pad = _vocab_size(spm_model)  # <pad> comes after the SentencePiece pieces
-    stats = train.train(pairs, pad + 1, pad, recipe, hf_dir, log)
+    stats = train.train(pairs, pad + 1, pad, recipe, hf_dir, log=log)
     export_tokenizer(spm_model, hf_dir)
     converted = convert(hf_dir, paths.models_dir, paths.name)
     manifest = {"name": paths.name, "pair": "en-es", "engine": "ctranslate2", "data_sizes": sizes,

@@ -37,11 +37,12 @@ def _entries(mo_path: Path) -> Iterator[tuple[str, str]]:
             catalog = gettext.GNUTranslations(fh)._catalog  # type: ignore[attr-defined]
     except (OSError, UnicodeDecodeError, ValueError, IndexError, KeyError):  # a broken catalog is skipped, not fatal
         return
-    for key, value in catalog.items():
-        if isinstance(key, tuple):  # plural forms: keep the singular only
-            if key[1] != 0:
+    for raw_key, value in catalog.items():
+        key = raw_key
+        if isinstance(raw_key, tuple):  # plural forms: keep the singular only
+            if raw_key[1] != 0:
                 continue
-            key = key[0]
+            key = raw_key[0]
         if not key or "\x04" in key:  # header entry / message context
             continue
         src, tgt = _clean(key), _clean(value)

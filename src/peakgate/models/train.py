@@ -84,7 +84,7 @@ def _tensors(pairs: Sequence[tuple[list[int], list[int]]], idx: list[int], pad: 
 
 def train(
     pairs: Sequence[tuple[list[int], list[int]]], vocab: int, pad: int, recipe: Recipe, out_dir: Path,
-    log: Callable[[str], None] = print,
+    *, log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Train until the time budget is spent; save a HF model to `out_dir`; return stats."""
     import torch

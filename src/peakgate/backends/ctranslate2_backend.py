@@ -1,0 +1,170 @@
+"""CTranslate2: a converted Transformer (the distilled students) with one shared SentencePiece model."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import ctranslate2
+import sentencepiece as spm
+
+from peakgate.backends.base import CostModel, DecodeOptions, Health
+from peakgate.errors import BackendError, ConfigError, EngineCrashed, Unavailable, UnsupportedPair
+
+_EOS = "</s>"  # the students were trained with EOS on the source side and ctranslate2 does not add it
+_SPM_FILE = "source.spm"  # one SentencePiece model serves both sides
+_PASS_THROUGH_COMPUTE_TYPES = frozenset({"default", "auto"})  # ctranslate2 picks, nothing to check
+
+
+@dataclass(frozen=True, slots=True)
+class _Loaded:
+    translator: Any  # ctranslate2.Translator (untyped)
+    sp: Any  # sentencepiece.SentencePieceProcessor (untyped)
+    executor: ThreadPoolExecutor
+
+
+def resolve_device(device: str) -> str:
+    """`auto` means CUDA when a device is visible; `cuda` with none visible is a config mistake."""
+    cuda_devices = ctranslate2.get_cuda_device_count()
+    if device == "auto":
+        return "cuda" if cuda_devices > 0 else "cpu"
+    if device == "cuda" and cuda_devices == 0:
+        raise ConfigError("device 'cuda' was requested but no CUDA device is visible")
+    return device
+
+
+def check_compute_type(compute_type: str, device: str) -> None:
+    """Fail with the supported list instead of ctranslate2's terse error at load time."""
+    if compute_type in _PASS_THROUGH_COMPUTE_TYPES:
+        return
+    supported = sorted(ctranslate2.get_supported_compute_types(device))
+    if compute_type not in supported:
+        hint = " (float16 compute types need a CUDA device)" if "float16" in compute_type and device == "cpu" else ""
+        raise ConfigError(f"compute_type {compute_type!r} is not supported on {device}{hint}; supported: {supported}")
+
+
+def check_model_dir(path: Path) -> None:
+    if not path.is_dir():
+        raise ConfigError(f"ctranslate2 model folder {path} does not exist")
+    for required in ("model.bin", _SPM_FILE):
+        if not (path / required).is_file():
+            raise ConfigError(f"ctranslate2 model folder {path} has no {required}")
+
+
+class CTranslate2Backend:
+    """One CTranslate2 model for one pair; decoding runs on threads so the event loop stays free."""
+
+    def __init__(
+        self, name: str, path: Path, source: str, target: str,
+        *, compute_type: str = "int8", device: str = "cpu", inter_threads: int = 1, intra_threads: int = 0,
+        max_batch_size: int = 32, preferred_batch_sizes: tuple[int, ...] = (8, 16, 32),
+    ) -> None:
+        self._name = name
+        self._path = path
+        self._pair = (source, target)
+        self._compute_type = compute_type
+        self._device = device
+        self._inter_threads = max(1, inter_threads)
+        self._intra_threads = intra_threads
+        self._max_batch_size = max_batch_size
+        self._preferred_batch_sizes = preferred_batch_sizes
+        self._loaded: _Loaded | None = None
+        self._last_batch_failed = False
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def pairs(self) -> frozenset[tuple[str, str]]:
+        return frozenset({self._pair})
+
+    async def start(self) -> None:
+        if self._loaded is not None:
+            return
+        check_model_dir(self._path)
+        device = resolve_device(self._device)
+        check_compute_type(self._compute_type, device)
+        translator, sp = await asyncio.to_thread(self._load, device)
+        # One worker per translator replica: more threads would only queue inside ctranslate2.
+        executor = ThreadPoolExecutor(max_workers=self._inter_threads, thread_name_prefix=f"ct2-{self._name}")
+        self._loaded = _Loaded(translator, sp, executor)
+        try:
+            await self.translate_batch(["Hello."], *self._pair, DecodeOptions())
+        except BaseException:
+            await self.close()
+            raise
+
+    def _load(self, device: str) -> tuple[Any, Any]:
+        try:
+            translator = ctranslate2.Translator(
+                str(self._path), device=device, compute_type=self._compute_type,
+                inter_threads=self._inter_threads, intra_threads=self._intra_threads,
+            )
+            sp = spm.SentencePieceProcessor(model_file=str(self._path / _SPM_FILE))
+        except (RuntimeError, ValueError, OSError) as exc:
+            raise Unavailable(f"{self._name}: cannot load ctranslate2 model from {self._path}: {exc}") from exc
+        return translator, sp
+
+    def cost_model(self) -> CostModel:
+        return CostModel(self._max_batch_size, self._preferred_batch_sizes, self._loaded is not None)
+
+    def health(self) -> Health:
+        if self._loaded is None:
+            return Health.DOWN
+        # A failed batch leaves the model loaded, so report degraded until a batch succeeds again.
+        return Health.DEGRADED if self._last_batch_failed else Health.OK
+
+    async def translate_batch(
+        self, segments: Sequence[str], source: str, target: str, options: DecodeOptions
+    ) -> list[str]:
+        if (source, target) != self._pair:
+            raise UnsupportedPair(f"{self._name} translates {self._pair[0]}->{self._pair[1]}, not {source}->{target}")
+        loaded = self._loaded
+        if loaded is None:
+            raise Unavailable(f"{self._name} is not started")
+        loop = asyncio.get_running_loop()
+        try:
+            future = loop.run_in_executor(loaded.executor, self._translate_sync, loaded, list(segments), options)
+        except RuntimeError as exc:  # the executor was shut down by a concurrent close()
+            raise Unavailable(f"{self._name} is closing") from exc
+        try:
+            outputs = await future
+        except BackendError:
+            self._last_batch_failed = True
+            raise
+        self._last_batch_failed = False
+        return outputs
+
+    def _translate_sync(self, loaded: _Loaded, segments: list[str], options: DecodeOptions) -> list[str]:
+        """Tokenise, decode and detokenise on a worker thread; segments with no tokens come back as ""."""
+        tokenised: list[list[str]] = [loaded.sp.encode(s, out_type=str) for s in segments]
+        todo = [i for i, tokens in enumerate(tokenised) if tokens]
+        outputs = [""] * len(segments)
+        if not todo:
+            return outputs
+        try:
+            results = loaded.translator.translate_batch(
+                [[*tokenised[i], _EOS] for i in todo],
+                beam_size=options.beam_size, max_decoding_length=options.max_decoding_length,
+                max_batch_size=self._max_batch_size,
+            )
+        except ValueError as exc:
+            raise BackendError(f"{self._name} rejected the decoding options {options}: {exc}") from exc
+        except RuntimeError as exc:
+            raise EngineCrashed(f"{self._name}: ctranslate2 failed: {exc}") from exc
+        for i, result in zip(todo, results, strict=True):
+            outputs[i] = loaded.sp.decode(result.hypotheses[0])
+        return outputs
+
+    async def close(self) -> None:
+        loaded, self._loaded = self._loaded, None
+        if loaded is None:
+            return
+        # Let in-flight batches finish before the model memory goes away.
+        await asyncio.to_thread(loaded.executor.shutdown, wait=True)
+        loaded.translator.unload_model()

@@ -1,0 +1,174 @@
+"""The mechanism half of plan-then-execute: worker loops that ask `batcher.plan` and run what it returns."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from peakgate.backends.base import Backend
+from peakgate.clock import Clock
+from peakgate.config import BatcherConfig
+from peakgate.errors import BackendError, EngineTimeout, PeakgateError, Unavailable
+from peakgate.observe.metrics import Metrics
+from peakgate.scheduling.batcher import BatchPlan, Wait, plan
+from peakgate.scheduling.queue import RequestQueue, WorkItem, expired_error
+from peakgate.scheduling.timing import wait_any
+
+_log = logging.getLogger(__name__)
+
+
+class _Signal:
+    """Wakes every parked worker at once. Workers arm it before planning, so a push while they plan is not lost."""
+
+    def __init__(self) -> None:
+        self._future: asyncio.Future[None] | None = None
+
+    def arm(self) -> asyncio.Future[None]:
+        if self._future is None or self._future.done():
+            self._future = asyncio.get_running_loop().create_future()
+        return self._future
+
+    def fire(self) -> None:
+        if self._future is not None and not self._future.done():
+            self._future.set_result(None)
+
+
+class Executor:
+    """Runs one model's queue through its backend with `concurrency` workers.
+
+    A batch is given until the latest deadline among its items (capped by `batch_timeout_s`): past that no
+    caller is waiting, so a stuck engine call is abandoned and the worker moves on. Callers never wait on the
+    executor for their deadline; they wait on their items' futures with it (`timing.gather_until`).
+    """
+
+    def __init__(
+        self,
+        queue: RequestQueue,
+        backend: Backend,
+        config: BatcherConfig,
+        clock: Clock,
+        metrics: Metrics,
+        *,
+        concurrency: int = 1,
+        batch_timeout_s: float | None = None,
+    ) -> None:
+        self._queue = queue
+        self._backend = backend
+        self._config = config
+        self._clock = clock
+        self._metrics = metrics
+        self._model = queue.model
+        self._concurrency = max(1, concurrency)
+        self._batch_timeout_s = batch_timeout_s
+        self._signal = _Signal()
+        self._workers: list[asyncio.Task[None]] = []
+        # Timed-out engine calls, kept referenced until they finish (the loop only holds tasks weakly).
+        self._abandoned: set[asyncio.Task[list[str]]] = set()
+
+    def start(self) -> None:
+        if self._workers:
+            return
+        for i in range(self._concurrency):
+            worker = asyncio.create_task(self._work(), name=f"peakgate-{self._model}-worker-{i}")
+            worker.add_done_callback(self._worker_done)
+            self._workers.append(worker)
+
+    def notify(self) -> None:
+        """New work was queued (or queued work changed): parked workers replan now."""
+        self._signal.fire()
+
+    async def close(self) -> None:
+        """Stop the workers; items of batches still running fail with `Unavailable`. Queued items stay queued."""
+        workers, self._workers = self._workers, []
+        for worker in workers:
+            worker.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        for call in list(self._abandoned):
+            call.cancel()
+
+    async def _work(self) -> None:
+        while True:
+            signal = self._signal.arm()
+            decision = plan(self._queue, self._clock.now(), self._config, self._backend.cost_model())
+            self._queue.drop(decision.expired, expired_error, "deadline")
+            if isinstance(decision, Wait):
+                await wait_any([signal], self._clock, decision.until)
+            else:
+                self._queue.take(decision.items)
+                await self._run(decision)
+
+    async def _run(self, batch: BatchPlan) -> None:
+        started = self._clock.now()
+        self._observe_start(batch, started)
+        try:
+            outputs = await self._call(batch, self._give_up_at(batch, started))
+        except PeakgateError as exc:
+            self._metrics.backend_errors.labels(self._model, exc.code).inc()
+            self._fail(batch.items, exc)
+        except asyncio.CancelledError:
+            self._fail(batch.items, Unavailable(f"scheduler for {self._model!r} closed while the batch was running"))
+            raise
+        else:
+            for item, output in zip(batch.items, outputs, strict=True):
+                item.resolve(output)
+        finally:
+            elapsed = max(0.0, self._clock.now() - started)
+            self._metrics.model_busy.labels(self._model).inc(elapsed)
+            self._queue.drain.record(len(batch.items), elapsed)
+
+    def _observe_start(self, batch: BatchPlan, now: float) -> None:
+        self._metrics.batch_size.labels(self._model).observe(len(batch.items))
+        for item in batch.items:
+            self._metrics.queue_wait.labels(self._model, item.priority).observe(max(0.0, now - item.enqueued_at))
+
+    def _give_up_at(self, batch: BatchPlan, started: float) -> float:
+        until = max(item.deadline for item in batch.items)
+        if self._batch_timeout_s is not None:
+            until = min(until, started + self._batch_timeout_s)
+        return until
+
+    async def _call(self, batch: BatchPlan, until: float) -> list[str]:
+        call = asyncio.create_task(self._translate(batch))
+        try:
+            await wait_any([call], self._clock, until)
+        except asyncio.CancelledError:
+            self._abandon(call)
+            raise
+        if not call.done():
+            self._abandon(call)
+            raise EngineTimeout(
+                f"{self._model} gave no answer for a batch of {len(batch.items)} before its last deadline"
+            )
+        return call.result()
+
+    async def _translate(self, batch: BatchPlan) -> list[str]:
+        key, texts = batch.key, [item.text for item in batch.items]
+        try:
+            outputs = await self._backend.translate_batch(texts, key.source, key.target, key.options)
+        except PeakgateError:
+            raise
+        except Exception as exc:
+            raise BackendError(f"{self._model} failed on a batch of {len(texts)}: {exc!r}") from exc
+        if len(outputs) != len(texts):
+            raise BackendError(f"{self._model} returned {len(outputs)} translations for {len(texts)} segments")
+        return outputs
+
+    def _abandon(self, call: asyncio.Task[list[str]]) -> None:
+        # Not awaited: an engine that ignores cancellation must not hold the worker hostage.
+        call.cancel()
+        self._abandoned.add(call)
+        call.add_done_callback(self._abandoned_done)
+
+    def _abandoned_done(self, call: asyncio.Task[list[str]]) -> None:
+        self._abandoned.discard(call)
+        if not call.cancelled():
+            call.exception()  # nobody wants the outcome; retrieving it keeps asyncio from reporting it lost
+
+    def _fail(self, items: tuple[WorkItem, ...], error: PeakgateError) -> None:
+        for item in items:
+            item.fail(error)
+
+    def _worker_done(self, worker: asyncio.Task[None]) -> None:
+        # Workers only end by cancellation; anything else is a bug that would silently stall the model.
+        if not worker.cancelled() and (exc := worker.exception()) is not None:
+            _log.error("scheduler worker for %s crashed", self._model, exc_info=exc)

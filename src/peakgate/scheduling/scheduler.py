@@ -1,0 +1,156 @@
+"""The scheduling facade: one queue, coalescer and executor per model behind `submit`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from peakgate.backends.base import Backend, DecodeOptions
+from peakgate.clock import Clock
+from peakgate.config import PRIORITY_ORDER, BatcherConfig, ClassConfig, PriorityClass
+from peakgate.errors import ConfigError, DeadlineExceeded, Unavailable, UnknownModel
+from peakgate.observe.metrics import Metrics
+from peakgate.scheduling import split
+from peakgate.scheduling.coalesce import Coalescer, normalize
+from peakgate.scheduling.executor import Executor
+from peakgate.scheduling.queue import BatchKey, RequestQueue, WorkItem
+from peakgate.scheduling.timing import gather_until
+
+
+@dataclass(frozen=True, slots=True)
+class _Lane:
+    queue: RequestQueue
+    coalescer: Coalescer
+    executor: Executor
+
+
+class Scheduler:
+    """Queues sentences per model, batches them dynamically and runs them on the model's backend.
+
+    The caller owns the backends' lifecycle (`Backend.start`/`close`); the scheduler only calls
+    `translate_batch` and `cost_model`. Decode options come from the request's priority class.
+    """
+
+    def __init__(  # noqa: PLR0917 - the signature the service is written against
+        self,
+        backends: Mapping[str, Backend],
+        batcher: BatcherConfig,
+        classes: Mapping[PriorityClass, ClassConfig],
+        clock: Clock,
+        metrics: Metrics,
+        concurrency: int = 1,
+        *,
+        batch_timeout_s: float | None = None,
+    ) -> None:
+        missing = [name for name in PRIORITY_ORDER if name not in classes]
+        if missing:
+            raise ConfigError(f"scheduler needs a config for every priority class; missing {missing}")
+        if concurrency < 1:
+            raise ConfigError(f"scheduler concurrency must be at least 1, not {concurrency}")
+        self._clock = clock
+        self._options = {
+            name: DecodeOptions(beam_size=c.beam_size, max_decoding_length=c.max_decoding_length)
+            for name, c in classes.items()
+        }
+        self._lanes = {
+            model: _lane(
+                model, backend, batcher=batcher, clock=clock, metrics=metrics,
+                concurrency=concurrency, batch_timeout_s=batch_timeout_s,
+            )
+            for model, backend in backends.items()
+        }
+        self._running = False
+        self._closed = False
+
+    async def start(self) -> None:
+        if self._closed:
+            raise Unavailable("scheduler was closed; build a new one")
+        for lane in self._lanes.values():
+            lane.executor.start()
+        self._running = True
+
+    async def close(self) -> None:
+        """Stop every worker, then fail everything still queued with `Unavailable`: nothing is dropped silently."""
+        self._running, self._closed = False, True
+        for lane in self._lanes.values():
+            await lane.executor.close()
+        for lane in self._lanes.values():
+            lane.queue.drop_all(_shutdown_error, "shutdown")
+
+    async def submit(  # noqa: PLR0917 - the signature the service is written against
+        self,
+        model: str,
+        segments: Sequence[str],
+        source: str,
+        target: str,
+        priority: PriorityClass,
+        deadline: float,
+        split_sentences: bool = True,
+    ) -> list[str]:
+        """Translate `segments` in order before `deadline` (absolute clock time).
+
+        Raises `UnknownModel`, `Unavailable` (not running), `Overloaded` with `retry_after_s` (queue full:
+        nothing was queued), `InputTooLarge` (more sentences than the queue holds), `DeadlineExceeded`, or
+        the `BackendError` of the batch a sentence ran in.
+        """
+        lane = self._get(model)
+        if not self._running:
+            raise Unavailable(f"scheduler for {model!r} is not running")
+        now = self._clock.now()
+        if deadline <= now:
+            raise DeadlineExceeded("deadline passed before the request was queued")
+        splitter = split.split_sentences if split_sentences else split.keep_whole
+        pieces = [splitter(segment) for segment in segments]
+        texts = [normalize(sentence) for piece in pieces for sentence in piece.sentences]
+        key = BatchKey(source, target, self._options[priority])
+        items = lane.coalescer.acquire(texts, key, priority, deadline, now)
+        lane.executor.notify()
+        try:
+            outputs = await gather_until([item.future for item in items], self._clock, deadline)
+        finally:
+            lane.coalescer.release(items, self._clock.now())
+        return _reassemble(pieces, outputs)
+
+    def queue_depth(self, model: str) -> int:
+        return len(self._get(model).queue)
+
+    def oldest_wait_s(self, model: str) -> float:
+        oldest = self._get(model).queue.oldest_enqueued_at()
+        return 0.0 if oldest is None else max(0.0, self._clock.now() - oldest)
+
+    def _get(self, model: str) -> _Lane:
+        lane = self._lanes.get(model)
+        if lane is None:
+            raise UnknownModel(f"unknown model {model!r}; the scheduler serves {sorted(self._lanes)}")
+        return lane
+
+
+def _lane(
+    model: str, backend: Backend, *, batcher: BatcherConfig, clock: Clock, metrics: Metrics,
+    concurrency: int, batch_timeout_s: float | None,
+) -> _Lane:
+    queue = RequestQueue(
+        model, batcher.max_queue_len, workers=concurrency,
+        on_length=metrics.queue_length.labels(model).set,
+        on_drop=lambda reason, n: metrics.dropped.labels(model, reason).inc(n),
+    )
+    executor = Executor(
+        queue, backend, batcher, clock, metrics, concurrency=concurrency, batch_timeout_s=batch_timeout_s
+    )
+    return _Lane(queue, Coalescer(queue, metrics), executor)
+
+
+def _shutdown_error(item: WorkItem) -> Unavailable:
+    return Unavailable(f"the scheduler shut down before this {item.priority} sentence ran; retry")
+
+
+def _reassemble(pieces: Sequence[split.Split], outputs: Sequence[str]) -> list[str]:
+    # The source's separators supply all outer whitespace, so an engine's stray newline cannot double it.
+    results: list[str] = []
+    start = 0
+    for piece in pieces:
+        end = start + len(piece.sentences)
+        results.append(piece.join([output.strip() for output in outputs[start:end]]))
+        start = end
+    return results
+

@@ -20,6 +20,7 @@ from tqdm import tqdm
 from peakgate.backends.apertium import ApertiumBackend
 from peakgate.backends.base import DecodeOptions
 from peakgate.models import corpus
+from peakgate.models.convert import convert
 from peakgate.models.train import Recipe
 
 DISTILL_CHUNK = 256
@@ -112,18 +113,6 @@ def export_tokenizer(spm_model: Path, hf_dir: Path) -> None:
     tok = MarianTokenizer(vocab=str(hf_dir / "vocab.json"), source_spm=str(hf_dir / "source.spm"),
                           target_spm=str(hf_dir / "target.spm"), source_lang="en", target_lang="es")
     tok.save_pretrained(hf_dir)
-
-
-def convert(hf_dir: Path, models_dir: Path, name: str) -> dict[str, Path]:
-    import ctranslate2.converters
-
-    out: dict[str, Path] = {}
-    for quant, suffix in (("int8", "int8"), ("float32", "fp32")):
-        target = models_dir / f"{name}-{suffix}"
-        ctranslate2.converters.TransformersConverter(str(hf_dir)).convert(str(target), quantization=quant, force=True)
-        shutil.copy(hf_dir / "source.spm", target / "source.spm")
-        out[suffix] = target
-    return out
 
 
 def build(paths: BuildPaths, recipe: Recipe, log: Callable[[str], None] = print) -> dict[str, Any]:

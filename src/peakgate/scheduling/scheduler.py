@@ -38,15 +38,17 @@ class Scheduler:
         classes: Mapping[PriorityClass, ClassConfig],
         clock: Clock,
         metrics: Metrics,
-        concurrency: int = 1,
+        concurrency: int | Mapping[str, int] = 1,
         *,
         batch_timeout_s: float | None = None,
     ) -> None:
         missing = [name for name in PRIORITY_ORDER if name not in classes]
         if missing:
             raise ConfigError(f"scheduler needs a config for every priority class; missing {missing}")
-        if concurrency < 1:
-            raise ConfigError(f"scheduler concurrency must be at least 1, not {concurrency}")
+        workers = {m: concurrency if isinstance(concurrency, int) else concurrency.get(m, 1) for m in backends}
+        bad = {m: n for m, n in workers.items() if n < 1}
+        if bad:
+            raise ConfigError(f"scheduler concurrency must be at least 1 per model, not {bad}")
         self._clock = clock
         self._options = {
             name: DecodeOptions(beam_size=c.beam_size, max_decoding_length=c.max_decoding_length)
@@ -55,7 +57,7 @@ class Scheduler:
         self._lanes = {
             model: _lane(
                 model, backend, batcher=batcher, clock=clock, metrics=metrics,
-                concurrency=concurrency, batch_timeout_s=batch_timeout_s,
+                concurrency=workers[model], batch_timeout_s=batch_timeout_s,
             )
             for model, backend in backends.items()
         }

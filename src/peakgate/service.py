@@ -1,0 +1,221 @@
+"""The request path, assembled: validate → admission → detect → router → scheduler/batcher → engines.
+
+`Service` implements `api.contract.TranslationService`; the HTTP layer only parses and serializes.
+The control loop (autoscaling, forecasting) never calls into this path; it reads the metrics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from peakgate.admission.admission import Admission
+from peakgate.api.contract import Language, Usage
+from peakgate.backends.base import Backend, Health
+from peakgate.backends.factory import build_backend
+from peakgate.clock import Clock, MonotonicClock
+from peakgate.config import PRIORITY_ORDER, ClassConfig, ModelConfig, PriorityClass, Settings
+from peakgate.domain import Principal, TranslateRequest, TranslateResult, Translation
+from peakgate.errors import BackendError, BadRequest, InputTooLarge, Overloaded, PeakgateError
+from peakgate.observe.metrics import Metrics
+from peakgate.routing import langdetect
+from peakgate.routing.router import Route, TierRouter
+from peakgate.scheduling import Scheduler
+
+_log = logging.getLogger(__name__)
+
+LANGUAGE_NAMES: Mapping[str, str] = MappingProxyType({
+    "en": "English", "es": "Spanish", "fr": "French", "de": "German", "it": "Italian", "pt": "Portuguese",
+    "ca": "Catalan", "gl": "Galician", "nl": "Dutch", "eu": "Basque",
+})
+_AUTO = frozenset({"", "auto"})
+# Workers per model queue: engines that run batches in parallel get one worker per parallel unit.
+_UPSTREAM_CONCURRENCY = 4
+
+
+def worker_count(model: ModelConfig) -> int:
+    if model.engine == "apertium":
+        return max(1, model.pipelines)
+    if model.engine == "ctranslate2":
+        return max(1, model.inter_threads)
+    return _UPSTREAM_CONCURRENCY if model.engine == "openai" else 1
+
+
+def effective_priority(requested: PriorityClass | None, granted: PriorityClass) -> PriorityClass:
+    """A request may ask for a lower class than its key's, never a higher one."""
+    if requested is None:
+        return granted
+    return PRIORITY_ORDER[max(PRIORITY_ORDER.index(requested), PRIORITY_ORDER.index(granted))]
+
+
+class Service:
+    """One process's translation pipeline. `start()` loads and warms every engine; `close()` stops them.
+
+    A model whose engine fails to start is logged and treated as DOWN: the router falls back past it,
+    so one broken engine does not take the service down.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        clock: Clock | None = None,
+        metrics: Metrics | None = None,
+        backends: Mapping[str, Backend] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.metrics = metrics or Metrics()
+        self._clock = clock or MonotonicClock()
+        self._backends = dict(backends) if backends is not None else {
+            m.name: build_backend(m, settings.models_dir) for m in settings.models
+        }
+        self._started: set[str] = set()
+        self._admission = Admission(settings, self._clock, self.metrics)
+        workers = {m.name: worker_count(m) for m in settings.models}
+        self._scheduler = Scheduler(
+            self._backends, settings.batcher, settings.classes, self._clock, self.metrics, workers
+        )
+        self._router = TierRouter(settings, self._health, self._scheduler.oldest_wait_s, self.metrics)
+
+    @property
+    def open_mode(self) -> bool:
+        return self._admission.open_mode
+
+    async def start(self) -> None:
+        names = list(self._backends)
+        results = await asyncio.gather(*(self._backends[n].start() for n in names), return_exceptions=True)
+        for name, result in zip(names, results, strict=True):
+            if isinstance(result, BaseException):
+                _log.error("model %s failed to start and is treated as down: %s", name, result)
+            else:
+                self._started.add(name)
+        await self._scheduler.start()
+
+    async def close(self) -> None:
+        await self._scheduler.close()
+        await asyncio.gather(*(b.close() for b in self._backends.values()), return_exceptions=True)
+        self._started.clear()
+
+    def authenticate(self, key: str | None) -> Principal:
+        return self._admission.authenticate(key)
+
+    async def translate(self, request: TranslateRequest, principal: Principal) -> TranslateResult:
+        characters = self._validate(request)
+        priority = effective_priority(request.priority, principal.priority)
+        self._admission.admit(principal, characters)
+        result = await self._run(request, principal, priority, characters)
+        self._admission.record(principal, characters)
+        return result
+
+    async def run(self, request: TranslateRequest, principal: Principal, priority: PriorityClass) -> TranslateResult:
+        """The path behind admission, for trusted local callers (the CLI): no rate limits, no billing."""
+        return await self._run(request, principal, priority, self._validate(request))
+
+    async def _run(
+        self, request: TranslateRequest, principal: Principal, priority: PriorityClass, characters: int
+    ) -> TranslateResult:
+        source = self._source(request)
+        route = self._router.route(request, principal, source)
+        deadline_ms = request.deadline_ms or self._class(priority).deadline_ms
+        deadline = self._clock.now() + deadline_ms / 1000.0
+        model, texts = await self._submit(route, request, source, priority, deadline)
+        translations = tuple(Translation(t, source, model, route.tier) for t in texts)
+        return TranslateResult(translations, characters)
+
+    def detect(self, text: str) -> list[tuple[str, float]]:
+        return langdetect.detect(text, self._sources())
+
+    def languages(self) -> list[Language]:
+        targets: dict[str, set[str]] = {}
+        for m in self.settings.models:
+            targets.setdefault(m.source, set()).add(m.target)
+        return [
+            Language(code, LANGUAGE_NAMES.get(code, code), tuple(sorted(targets[code]))) for code in sorted(targets)
+        ]
+
+    def usage(self, principal: Principal) -> Usage:
+        count, limit = self._admission.usage(principal)
+        return Usage(character_count=count, character_limit=limit)
+
+    def ready(self) -> bool:
+        return bool(self._started) and all(self._backends[n].cost_model().warm for n in self._started)
+
+    def health(self) -> dict[str, Health]:
+        return {name: self._health(name) for name in self._backends}
+
+    def _health(self, model: str) -> Health:
+        if model not in self._started:
+            return Health.DOWN
+        return self._backends[model].health()
+
+    def _class(self, priority: PriorityClass) -> ClassConfig:
+        return self.settings.classes.get(priority, ClassConfig())
+
+    def _validate(self, request: TranslateRequest) -> int:
+        limits = self.settings.limits
+        if not request.segments:
+            raise BadRequest("no text to translate: send at least one segment")
+        if len(request.segments) > limits.max_segments:
+            raise BadRequest(f"too many segments: {len(request.segments)} > {limits.max_segments} per request")
+        if not request.target:
+            raise BadRequest("target language is required")
+        for i, segment in enumerate(request.segments):
+            if len(segment) > limits.max_segment_chars:
+                raise InputTooLarge(
+                    f"segment {i} has {len(segment)} characters; the limit is {limits.max_segment_chars}"
+                )
+            _check_encodable(segment, i)
+        characters = sum(len(s) for s in request.segments)
+        if characters > limits.max_request_chars:
+            raise InputTooLarge(f"request has {characters} characters; the limit is {limits.max_request_chars}")
+        return characters
+
+    def _sources(self) -> list[str]:
+        return sorted({m.source for m in self.settings.models})
+
+    def _source(self, request: TranslateRequest) -> str:
+        if request.source is not None and request.source.lower() not in _AUTO:
+            return request.source.lower()
+        candidates = sorted({m.source for m in self.settings.models if _same_base(m.target, request.target)})
+        if not candidates:
+            return _unsupported_source(request.target)
+        found = langdetect.detect(" ".join(request.segments), candidates)
+        # No cue at all (e.g. "OK", digits): the first candidate, English preferred, rather than an error.
+        return found[0][0] if found else ("en" if "en" in candidates else candidates[0])
+
+    async def _submit(
+        self, route: Route, request: TranslateRequest, source: str, priority: PriorityClass, deadline: float
+    ) -> tuple[str, list[str]]:
+        last: PeakgateError | None = None
+        for model in route.chain:
+            try:
+                texts = await self._scheduler.submit(
+                    model, request.segments, source, request.target, priority, deadline, request.split_sentences
+                )
+            except (BackendError, Overloaded) as exc:
+                self.metrics.fallbacks.labels(tier=route.tier, model=model).inc()
+                _log.warning("model %s failed (%s); falling back along tier %s", model, exc.message, route.tier)
+                last = exc
+                continue
+            return model, texts
+        assert last is not None  # a route's chain is never empty
+        raise last
+
+
+def _same_base(model_lang: str, requested: str) -> bool:
+    return model_lang.lower() == requested.lower().replace("_", "-").split("-", 1)[0]
+
+
+def _unsupported_source(target: str) -> str:
+    """No model translates into `target`: return a source anyway so the router reports the unsupported pair."""
+    return "en" if target.lower() != "en" else "es"
+
+
+def _check_encodable(segment: str, index: int) -> None:
+    try:
+        segment.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise BadRequest(f"segment {index} is not valid UTF-8 text (lone surrogate at {exc.start})") from exc
+

@@ -214,6 +214,9 @@ def _unsupported_source(target: str) -> str:
 
 
 def _check_encodable(segment: str, index: int) -> None:
+    # Checked here, per request, because a bad segment inside a shared batch would fail its neighbours too.
+    if "\0" in segment:
+        raise BadRequest(f"segment {index} contains a NUL character")
     try:
         segment.encode("utf-8")
     except UnicodeEncodeError as exc:

@@ -1,0 +1,169 @@
+"""`peakgate` command line: serve, models list|build, translate."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import sys
+from collections.abc import AsyncIterator, Iterator, Sequence
+from pathlib import Path
+from typing import BinaryIO, TextIO
+
+from peakgate.config import PRIORITY_ORDER, PriorityClass, Settings, load_settings
+from peakgate.domain import Principal, TranslateRequest
+from peakgate.errors import BadRequest, ConfigError, PeakgateError
+from peakgate.service import Service
+
+_REPO = Path(__file__).resolve().parents[2]
+_CLI_PRINCIPAL = "cli"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="peakgate", description="Translation serving that stays fast through peaks.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="serve the HTTP API (native, DeepL- and LibreTranslate-compatible)")
+    serve.add_argument("--host", help="bind address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (default 8080)")
+    _config_arg(serve)
+    models = sub.add_parser("models", help="list or build models").add_subparsers(dest="models_command", required=True)
+    _config_arg(models.add_parser("list", help="one line per model: NAME ENGINE SRC-TGT PRECISION PATH"))
+    _build_args(models.add_parser("build", help="distil the Apertium teacher into a CTranslate2 student"))
+    translate = sub.add_parser("translate", help="translate stdin lines to stdout lines, in order")
+    which = translate.add_mutually_exclusive_group()
+    which.add_argument("--model", help="model name (see `peakgate models list`)")
+    which.add_argument("--tier", help="tier name (tiny, medium, large) or hint (fast, balanced, quality)")
+    translate.add_argument("-s", "--source", default="auto", help="source language, or auto (default)")
+    translate.add_argument("-t", "--target", required=True, help="target language")
+    translate.add_argument("--priority", choices=PRIORITY_ORDER, default="document",
+                           help="request class: sets decoding (beam) and deadline (default document)")
+    _config_arg(translate)
+    return parser
+
+
+def _config_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, help="TOML or JSON config file (default: the embedded default)")
+
+
+def _build_args(parser: argparse.ArgumentParser) -> None:
+    shared = _REPO.parent / "shared" / "data"
+    parser.add_argument("--locale-dir", type=Path, default=Path("/usr/share/locale"), help="gettext catalogs")
+    parser.add_argument("--heldout", type=Path, default=shared / "heldout-catalogs.txt",
+                        help="catalogs never trained on (evaluation data)")
+    parser.add_argument("--dev", type=Path, default=shared / "dev.en-es.tsv", help="dev set (catalog, en, es)")
+    parser.add_argument("--build-dir", type=Path, default=_REPO / "build" / "models", help="intermediate files")
+    parser.add_argument("--models-dir", type=Path, default=_REPO / "models", help="where converted models go")
+    parser.add_argument("--minutes", type=float, default=60.0, help="training time budget in minutes")
+    parser.add_argument("--convert-only", action="store_true",
+                        help="skip gathering and training: reconvert the trained model in --build-dir")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "serve":
+            return _serve(args)
+        if args.command == "models":
+            return _models(args)
+        return asyncio.run(_translate(args, sys.stdin.buffer, sys.stdout))
+    except PeakgateError as exc:
+        print(f"peakgate: error: {exc.message}", file=sys.stderr)
+        return 2 if isinstance(exc, BadRequest | ConfigError) else 1
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from peakgate.api.app import create_app
+
+    settings = load_settings(args.config, host=args.host, port=args.port)
+    service = Service(settings)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: object) -> AsyncIterator[None]:
+        await service.start()
+        try:
+            yield
+        finally:
+            await service.close()
+
+    app = create_app(service, lifespan=lifespan)
+    uvicorn.run(app, host=settings.host, port=settings.port, loop="uvloop", http="httptools",
+                log_level=settings.log_level, lifespan="on")
+    return 0
+
+
+def _models(args: argparse.Namespace) -> int:
+    if args.models_command == "list":
+        from peakgate.models.registry import ModelRegistry
+
+        print(ModelRegistry(load_settings(args.config)).format_listing())
+        return 0
+    from peakgate.models import build, convert
+    from peakgate.models.train import Recipe
+
+    paths = build.BuildPaths(args.locale_dir, args.heldout, args.dev, args.build_dir, args.models_dir)
+    if args.convert_only:
+        for path in convert.convert(args.build_dir / "hf", args.models_dir, paths.name).values():
+            print(path)
+        return 0
+    build.build(paths, Recipe(train_minutes=args.minutes))
+    return 0
+
+
+def restrict(settings: Settings, model: str | None, tier: str | None) -> Settings:
+    """Only the models a CLI run can use, so it starts (and warms) nothing else."""
+    if model is not None:
+        config = settings.model(model)
+        if config is None:
+            known = ", ".join(m.name for m in settings.models)
+            raise BadRequest(f"unknown model {model!r}; known models: {known}")
+        return settings.model_copy(update={"models": (config,), "tiers": {}, "default_tier": "explicit"})
+    name = tier or settings.default_tier
+    tiers = dict(settings.tiers)
+    if name not in tiers:
+        return settings  # a hint ("fast") or an implicit chain: the router resolves it over every model
+    chain = tiers[name]
+    models = tuple(m for m in settings.models if m.name in chain)
+    return settings.model_copy(update={"models": models, "tiers": {name: chain}, "default_tier": name})
+
+
+def _lines(stream: BinaryIO) -> Iterator[str]:
+    for number, raw in enumerate(stream, start=1):
+        try:
+            yield raw.decode("utf-8").rstrip("\r\n")
+        except UnicodeDecodeError as exc:
+            raise BadRequest(f"input line {number} is not valid UTF-8 (byte {exc.start})") from exc
+
+
+def _chunks(lines: Iterator[str], size: int) -> Iterator[list[str]]:
+    chunk: list[str] = []
+    for line in lines:
+        chunk.append(line)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+async def _translate(args: argparse.Namespace, stdin: BinaryIO, stdout: TextIO) -> int:
+    settings = restrict(load_settings(args.config), args.model, args.tier)
+    priority: PriorityClass = args.priority
+    principal = Principal(key=None, tenant=_CLI_PRINCIPAL, priority=priority)
+    service = Service(settings)
+    await service.start()
+    try:
+        for chunk in _chunks(_lines(stdin), settings.limits.max_segments):
+            request = TranslateRequest(tuple(chunk), args.source, args.target, tier=args.tier, model=args.model)
+            result = await service.run(request, principal, priority)
+            # One output line per input line, whatever an engine emits.
+            stdout.writelines(t.text.replace("\n", " ") + "\n" for t in result.translations)
+            stdout.flush()
+    finally:
+        await service.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

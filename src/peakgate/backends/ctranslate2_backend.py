@@ -74,6 +74,7 @@ class CTranslate2Backend:
         self._preferred_batch_sizes = preferred_batch_sizes
         self._loaded: _Loaded | None = None
         self._last_batch_failed = False
+        self.restarts = 0
 
     @property
     def name(self) -> str:
@@ -147,19 +148,34 @@ class CTranslate2Backend:
         outputs = [""] * len(segments)
         if not todo:
             return outputs
+        batch = [[*tokenised[i], _EOS] for i in todo]
         try:
-            results = loaded.translator.translate_batch(
-                [[*tokenised[i], _EOS] for i in todo],
-                beam_size=options.beam_size, max_decoding_length=options.max_decoding_length,
-                max_batch_size=self._max_batch_size,
-            )
-        except ValueError as exc:
-            raise BackendError(f"{self._name} rejected the decoding options {options}: {exc}") from exc
-        except RuntimeError as exc:
-            raise EngineCrashed(f"{self._name}: ctranslate2 failed: {exc}") from exc
+            results = self._decode(loaded, batch, options)
+        except RuntimeError:
+            # The engine's equivalent of a crashed process: reload the model and retry the batch once.
+            try:
+                self._reload(loaded)
+                results = self._decode(loaded, batch, options)
+            except RuntimeError as exc:
+                raise EngineCrashed(f"{self._name}: ctranslate2 failed twice, after a reload: {exc}") from exc
         for i, result in zip(todo, results, strict=True):
             outputs[i] = loaded.sp.decode(result.hypotheses[0])
         return outputs
+
+    def _decode(self, loaded: _Loaded, batch: list[list[str]], options: DecodeOptions) -> list[Any]:
+        try:
+            return list(loaded.translator.translate_batch(
+                batch, beam_size=options.beam_size, max_decoding_length=options.max_decoding_length,
+                max_batch_size=self._max_batch_size,
+            ))
+        except ValueError as exc:
+            raise BackendError(f"{self._name} rejected the decoding options {options}: {exc}") from exc
+
+    def _reload(self, loaded: _Loaded) -> None:
+        if loaded.translator.model_is_loaded:
+            loaded.translator.unload_model()
+        loaded.translator.load_model()
+        self.restarts += 1
 
     async def close(self) -> None:
         loaded, self._loaded = self._loaded, None

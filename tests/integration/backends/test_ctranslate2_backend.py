@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -73,16 +74,47 @@ async def test_invalid_decode_options_are_a_backend_error(backend: CTranslate2Ba
         await backend.translate_batch(["Open the file"], "en", "es", DecodeOptions(beam_size=0))
 
 
-async def test_ctranslate2_runtime_error_is_engine_crashed_and_degrades_health() -> None:
+async def test_crashed_engine_is_reloaded_and_the_batch_retried_once() -> None:
     b = _backend("int8")
     await b.start()
     try:
         assert b._loaded is not None
+        expected = await b.translate_batch(["Open the file"], "en", "es", GREEDY)
         b._loaded.translator.unload_model()  # a real ctranslate2 RuntimeError on the next batch
-        with pytest.raises(EngineCrashed) as info:
+        assert await b.translate_batch(["Open the file"], "en", "es", GREEDY) == expected
+        assert b.restarts == 1
+        assert b.health() is Health.OK
+    finally:
+        await b.close()
+
+
+class _BrokenTranslator:
+    """Fails every batch the way ctranslate2 does (RuntimeError), even after a reload."""
+
+    model_is_loaded = True
+
+    def translate_batch(self, *args: object, **kwargs: object) -> list[object]:
+        raise RuntimeError("out of memory")
+
+    def unload_model(self) -> None:
+        pass
+
+    def load_model(self) -> None:
+        pass
+
+
+async def test_engine_failing_after_reload_is_engine_crashed_and_degraded() -> None:
+    b = _backend("int8")
+    await b.start()
+    try:
+        assert b._loaded is not None
+        real = b._loaded.translator
+        b._loaded = dataclasses.replace(b._loaded, translator=_BrokenTranslator())
+        with pytest.raises(EngineCrashed, match="failed twice") as info:
             await b.translate_batch(["Open the file"], "en", "es", GREEDY)
         assert isinstance(info.value.__cause__, RuntimeError)
         assert b.health() is Health.DEGRADED
+        b._loaded = dataclasses.replace(b._loaded, translator=real)
     finally:
         await b.close()
 

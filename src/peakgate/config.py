@@ -8,7 +8,7 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from peakgate.errors import ConfigError
 
@@ -105,6 +105,19 @@ class Settings(_Frozen):
     keys: tuple[KeyConfig, ...] = ()
     limits: LimitsConfig = LimitsConfig()
     log_level: str = "info"
+
+    @field_validator("classes", mode="before")
+    @classmethod
+    def _fill_classes(cls, value: object) -> object:
+        # Configuring one class, or one field of it, keeps the defaults of everything else.
+        if not isinstance(value, dict):
+            return value
+        merged: dict[str, object] = {}
+        for name, default in _default_classes().items():
+            given = value.get(name, {})
+            given = given.model_dump(exclude_unset=True) if isinstance(given, ClassConfig) else given
+            merged[name] = default.model_dump() | given if isinstance(given, dict) else given
+        return merged | {k: v for k, v in value.items() if k not in merged}
 
     @model_validator(mode="after")
     def _check_tiers(self) -> Settings:

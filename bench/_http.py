@@ -1,0 +1,131 @@
+"""Shared plumbing for the HTTP benchmarks: a server subprocess, a closed-loop client, CPU accounting."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _CLK_TCK
+
+
+@dataclass
+class Server:
+    url: str
+    proc: subprocess.Popen[bytes]
+
+
+@contextlib.contextmanager
+def serve(
+    config: dict[str, object] | None, argv: Sequence[str] | None = None, ready_s: float = 60.0
+) -> Iterator[Server]:
+    """Run `peakgate serve` (or `argv` with {port}) in its own process; yield once it answers."""
+    port = free_port()
+    with tempfile.TemporaryDirectory() as tmp:
+        if argv is None:
+            path = Path(tmp) / "config.json"
+            path.write_text(json.dumps(config or {}))
+            argv = [sys.executable, "-m", "peakgate.cli", "serve", "--port", str(port), "--config", str(path)]
+        else:
+            argv = [a.format(port=port) for a in argv]
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            _wait_ready(url, proc, ready_s)
+            yield Server(url, proc)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _wait_ready(url: str, proc: subprocess.Popen[bytes], ready_s: float) -> None:
+    deadline = time.monotonic() + ready_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"{url}/readyz", timeout=1.0).status_code == 200:
+                return
+        time.sleep(0.1)
+    raise RuntimeError(f"server at {url} not ready after {ready_s} s")
+
+
+@dataclass
+class LoadResult:
+    done: int
+    errors: int
+    seconds: float
+    latencies_s: list[float]
+
+    @property
+    def rps(self) -> float:
+        return self.done / self.seconds if self.seconds else 0.0
+
+    def percentile(self, q: float) -> float:
+        ordered = sorted(self.latencies_s)
+        if not ordered:
+            return float("nan")
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def closed_loop(
+    url: str, bodies: Sequence[dict[str, object]], concurrency: int, *, path: str = "/v1/translate",
+    stop: asyncio.Event | None = None,
+) -> LoadResult:
+    """`concurrency` clients, each sending its next body as soon as the last answered, until all are sent
+    (or `stop` is set, for background floods that cycle through `bodies`)."""
+    queue: asyncio.Queue[dict[str, object]] = asyncio.Queue()
+    for body in bodies:
+        queue.put_nowait(body)
+    latencies: list[float] = []
+    errors = 0
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=120.0) as client:
+
+        async def worker() -> None:
+            nonlocal errors
+            while not (stop is not None and stop.is_set()):
+                try:
+                    body = queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    if stop is None:
+                        return
+                    body = bodies[len(latencies) % len(bodies)]
+                t0 = time.perf_counter()
+                response = await client.post(path, json=body)
+                if response.status_code == 200:
+                    latencies.append(time.perf_counter() - t0)
+                else:
+                    errors += 1
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        elapsed = time.perf_counter() - started
+    return LoadResult(len(latencies), errors, elapsed, latencies)

@@ -1,0 +1,52 @@
+"""The app factory: wiring only. Routes live in one module per dialect; errors map in `api.errors`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Lifespan
+
+from peakgate.api.contract import TranslationService
+from peakgate.api.deepl import deepl_operations
+from peakgate.api.endpoint import Operation, to_route
+from peakgate.api.errors import DEEPL, LIBRE, NATIVE, Dialect, http_error_response
+from peakgate.api.libre import libre_operations
+from peakgate.api.native import native_operations
+from peakgate.api.openapi import openapi_document
+
+_LIBRE_PATHS = frozenset({"/translate", "/detect", "/languages"})
+
+
+def create_app(service: TranslationService, *, lifespan: Lifespan[Starlette] | None = None) -> Starlette:
+    async def openapi(_request: Request) -> Response:
+        return Response(document, media_type="application/json")
+
+    operations = [
+        *native_operations(service), *deepl_operations(service), *libre_operations(service),
+        Operation("/openapi.json", ("GET",), openapi, NATIVE, "This OpenAPI 3.1 document", response=dict[str, Any]),
+    ]
+    document = msgspec.json.encode(openapi_document(operations))  # built once: the routes are fixed
+    return Starlette(
+        routes=[to_route(op, service.metrics) for op in operations],
+        exception_handlers={HTTPException: _routing_error},
+        lifespan=lifespan,
+    )
+
+
+def _dialect_for(path: str) -> Dialect:
+    if path.startswith("/v2/"):
+        return DEEPL
+    return LIBRE if path in _LIBRE_PATHS else NATIVE
+
+
+async def _routing_error(request: Request, exc: Exception) -> Response:
+    # Unknown paths and wrong methods answer JSON in the dialect the path belongs to.
+    assert isinstance(exc, HTTPException)  # registered for HTTPException only
+    response = http_error_response(_dialect_for(request.url.path), exc.status_code, exc.detail)
+    response.headers.update(exc.headers or {})
+    return response

@@ -1,0 +1,147 @@
+"""DeepL API v2 compatibility: /v2/translate, /v2/usage, /v2/languages, as the official SDKs call them.
+
+Language codes are DeepL's upper-case ones ("ES", "EN-US", "PT-BR"); the service sees the lower-case base
+code. `tag_handling`, `context`, `glossary_id` and `model_type` are accepted and ignored, like any unknown field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response
+
+from peakgate.api.auth import header_key
+from peakgate.api.bodies import BodyParser, as_segments, json_response, max_body_bytes, source_or_detect
+from peakgate.api.contract import TranslationService
+from peakgate.api.endpoint import Operation, set_tier
+from peakgate.api.errors import DEEPL
+from peakgate.api.native import served_tier
+from peakgate.domain import Principal, TranslateRequest
+from peakgate.errors import BadRequest
+
+# DeepL lists only regional targets for these; "EN" and "PT" are rejected as targets by its SDKs.
+_REGIONAL_TARGETS: Mapping[str, tuple[tuple[str, str], ...]] = MappingProxyType({
+    "en": (("EN-GB", "English (British)"), ("EN-US", "English (American)")),
+    "pt": (("PT-BR", "Portuguese (Brazilian)"), ("PT-PT", "Portuguese (European)")),
+})
+# DeepL Pro reports a limit even when it is unlimited; 0 would read as "limit reached" to the SDKs.
+_UNLIMITED = 1_000_000_000_000
+_SPLIT = MappingProxyType({"0": False, "1": True, "nonewlines": True})
+
+
+class Keyed(msgspec.Struct, kw_only=True):
+    auth_key: str | None = None  # legacy clients send the key as a field
+
+
+class TranslateBody(Keyed, kw_only=True):
+    target_lang: str
+    text: str | list[str] = msgspec.field(default_factory=list)
+    source_lang: str | None = None
+    formality: str | None = None
+    split_sentences: str | int | None = None  # "0", "1" or "nonewlines"
+    tag_handling: str | None = None
+    context: str | None = None
+    glossary_id: str | None = None
+    model_type: str | None = None
+
+
+class LanguagesQuery(Keyed, kw_only=True):
+    type: str = "source"
+
+
+class TranslationOut(msgspec.Struct):
+    detected_source_language: str
+    text: str
+    billed_characters: int
+
+
+class TranslateReply(msgspec.Struct):
+    translations: list[TranslationOut]
+
+
+class UsageOut(msgspec.Struct):
+    character_count: int
+    character_limit: int
+
+
+class LanguageOut(msgspec.Struct):
+    language: str
+    name: str
+    supports_formality: bool = False
+
+
+def base_code(deepl_code: str) -> str:
+    """"EN-US" → "en"."""
+    return deepl_code.strip().partition("-")[0].lower()
+
+
+def _split(value: str | int | None) -> bool:
+    if value is None:
+        return True
+    split = _SPLIT.get(str(value).lower())
+    if split is None:
+        raise BadRequest("Value for 'split_sentences' not supported: use 0, 1 or nonewlines")
+    return split
+
+
+def _to_domain(body: TranslateBody) -> TranslateRequest:
+    return TranslateRequest(
+        segments=as_segments(body.text), source=source_or_detect(body.source_lang and base_code(body.source_lang)),
+        target=base_code(body.target_lang), formality=body.formality, split_sentences=_split(body.split_sentences),
+    )
+
+
+def _targets(service: TranslationService) -> list[LanguageOut]:
+    names = {lang.code: lang.name for lang in service.languages()}
+    codes = sorted({target for lang in service.languages() for target in lang.targets})
+    out: list[LanguageOut] = []
+    for code in codes:
+        regional = _REGIONAL_TARGETS.get(code, ((code.upper(), names.get(code, code)),))
+        out.extend(LanguageOut(deepl_code, name) for deepl_code, name in regional)
+    return out
+
+
+def deepl_operations(service: TranslationService) -> list[Operation]:
+    max_bytes = max_body_bytes(service.settings.limits)
+    translate_parser = BodyParser(TranslateBody, max_bytes)
+    keyed_parser = BodyParser(Keyed, max_bytes)
+    languages_parser = BodyParser(LanguagesQuery, max_bytes)
+
+    def authenticate(request: Request, body: Keyed) -> Principal:
+        return service.authenticate(header_key(request, "DeepL-Auth-Key") or body.auth_key)
+
+    async def translate(request: Request) -> Response:
+        body = await translate_parser.parse(request)
+        result = await service.translate(_to_domain(body), authenticate(request, body))
+        set_tier(request, served_tier(result))
+        segments = as_segments(body.text)
+        # Billed per translation as its source length, which is how the service bills the total.
+        return json_response(TranslateReply([
+            TranslationOut(t.detected_source.upper(), t.text, len(source))
+            for t, source in zip(result.translations, segments, strict=True)
+        ]))
+
+    async def usage(request: Request) -> Response:
+        used = service.usage(authenticate(request, await keyed_parser.parse(request)))
+        return json_response(UsageOut(used.character_count, used.character_limit or _UNLIMITED))
+
+    async def languages(request: Request) -> Response:
+        query = await languages_parser.parse(request)
+        authenticate(request, query)
+        if query.type == "target":
+            return json_response(_targets(service))
+        if query.type != "source":
+            raise BadRequest("Value for 'type' not supported: use source or target")
+        return json_response([LanguageOut(lang.code.upper(), lang.name) for lang in service.languages()])
+
+    both = ("GET", "POST")
+    return [
+        Operation("/v2/translate", ("POST",), translate, DEEPL, "DeepL-compatible translate", TranslateBody,
+                  TranslateReply, forms=True, auth=True),
+        Operation("/v2/usage", both, usage, DEEPL, "DeepL-compatible usage", Keyed, UsageOut, forms=True, auth=True),
+        Operation("/v2/languages", both, languages, DEEPL, "DeepL-compatible languages (type=source|target)",
+                  LanguagesQuery, list[LanguageOut], forms=True, auth=True),
+    ]

@@ -1,0 +1,63 @@
+"""One operation = route + handler + its OpenAPI description; wrapping adds error mapping and metrics.
+
+Handlers stay thin (parse → service → serialize) and raise `PeakgateError`s; the wrapper turns those into
+the operation's dialect and records `requests` / `request_latency` under the route template, so label
+cardinality is bounded by the route table. A translate handler records the tier that served it with
+`set_tier`; every other request is labelled `NO_TIER`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from peakgate.api.errors import Dialect, error_response
+from peakgate.errors import PeakgateError
+from peakgate.observe.metrics import Metrics
+
+_log = logging.getLogger(__name__)
+
+Handler = Callable[[Request], Awaitable[Response]]
+NO_TIER = "none"
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    path: str
+    methods: tuple[str, ...]
+    handler: Handler
+    dialect: Dialect
+    summary: str
+    request: type[msgspec.Struct] | None = None  # the body / form / query fields it reads
+    response: object = None  # msgspec-typed JSON response body; None for a non-JSON answer
+    forms: bool = False  # also takes form bodies and query fields, not only JSON
+    auth: bool = False
+
+
+def set_tier(request: Request, tier: str) -> None:
+    request.state.tier = tier
+
+
+def to_route(operation: Operation, metrics: Metrics) -> Route:
+    async def endpoint(request: Request) -> Response:
+        started = time.perf_counter()
+        try:
+            response = await operation.handler(request)
+        except PeakgateError as exc:
+            response = error_response(operation.dialect, exc)
+        except Exception:  # every error answers in the dialect's JSON, never Starlette's plain text
+            _log.exception("unhandled error serving %s", operation.path)
+            response = error_response(operation.dialect, PeakgateError("internal server error"))
+        tier = str(getattr(request.state, "tier", NO_TIER))
+        metrics.requests.labels(endpoint=operation.path, tier=tier, status=str(response.status_code)).inc()
+        metrics.request_latency.labels(endpoint=operation.path, tier=tier).observe(time.perf_counter() - started)
+        return response
+
+    return Route(operation.path, endpoint, methods=list(operation.methods))

@@ -1,0 +1,108 @@
+"""The native API: /v1/translate, /v1/languages and the operational endpoints (health, readiness, metrics)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+from prometheus_client import CONTENT_TYPE_LATEST
+from starlette.requests import Request
+from starlette.responses import Response
+
+from peakgate.api.auth import header_key
+from peakgate.api.bodies import BodyParser, as_segments, json_response, max_body_bytes, source_or_detect
+from peakgate.api.contract import TranslationService
+from peakgate.api.endpoint import NO_TIER, Operation, set_tier
+from peakgate.api.errors import NATIVE
+from peakgate.domain import TranslateRequest, TranslateResult
+from peakgate.errors import BadRequest
+
+
+class TranslateBody(msgspec.Struct, kw_only=True):
+    target: str
+    segments: list[str] | None = None
+    text: str | list[str] | None = None  # shorthand for `segments`
+    source: str | None = None  # None or "auto": detect
+    tier: str | None = None  # a tier name, or a hint: "fast" / "balanced" / "quality"
+    model: str | None = None
+    priority: Literal["interactive", "document", "batch"] | None = None
+    deadline_ms: Annotated[float, msgspec.Meta(gt=0)] | None = None
+    split_sentences: bool = True
+
+
+class TranslationOut(msgspec.Struct):
+    text: str
+    detected_source: str
+    model: str
+    tier: str
+
+
+class TranslateReply(msgspec.Struct):
+    translations: list[TranslationOut]
+    billed_characters: int
+
+
+class LanguageOut(msgspec.Struct):
+    code: str
+    name: str
+    targets: list[str]
+
+
+class Status(msgspec.Struct):
+    status: str
+
+
+def served_tier(result: TranslateResult) -> str:
+    return result.translations[0].tier if result.translations else NO_TIER
+
+
+def language_list(service: TranslationService) -> list[LanguageOut]:
+    return [LanguageOut(lang.code, lang.name, list(lang.targets)) for lang in service.languages()]
+
+
+def _to_domain(body: TranslateBody) -> TranslateRequest:
+    if body.segments is not None:
+        segments = tuple(body.segments)
+    elif body.text is not None:
+        segments = as_segments(body.text)
+    else:
+        raise BadRequest("send `segments` (a list of strings) or `text`")
+    return TranslateRequest(
+        segments=segments, source=source_or_detect(body.source), target=body.target.strip().lower(),
+        tier=body.tier, model=body.model, priority=body.priority, deadline_ms=body.deadline_ms,
+        split_sentences=body.split_sentences,
+    )
+
+
+def native_operations(service: TranslationService) -> list[Operation]:
+    parser = BodyParser(TranslateBody, max_body_bytes(service.settings.limits))
+
+    async def translate(request: Request) -> Response:
+        principal = service.authenticate(header_key(request, "Bearer"))
+        result = await service.translate(_to_domain(await parser.parse(request)), principal)
+        set_tier(request, served_tier(result))
+        translations = [TranslationOut(t.text, t.detected_source, t.model, t.tier) for t in result.translations]
+        return json_response(TranslateReply(translations, result.billed_characters))
+
+    async def languages(_request: Request) -> Response:
+        return json_response(language_list(service))
+
+    async def healthz(_request: Request) -> Response:
+        return json_response(Status("ok"))
+
+    async def readyz(_request: Request) -> Response:
+        ready = service.ready()
+        return json_response(Status("ready" if ready else "warming up"), 200 if ready else 503)
+
+    async def metrics(_request: Request) -> Response:
+        return Response(service.metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
+    return [
+        Operation("/v1/translate", ("POST",), translate, NATIVE, "Translate segments", TranslateBody,
+                  TranslateReply, auth=True),
+        Operation("/v1/languages", ("GET",), languages, NATIVE, "Languages and their targets",
+                  response=list[LanguageOut]),
+        Operation("/healthz", ("GET",), healthz, NATIVE, "Liveness", response=Status),
+        Operation("/readyz", ("GET",), readyz, NATIVE, "Readiness: 503 until every model is warm", response=Status),
+        Operation("/metrics", ("GET",), metrics, NATIVE, "Prometheus metrics"),
+    ]

@@ -1,0 +1,73 @@
+"""A deterministic `TranslationService` for contract tests of the HTTP layer (no engines, no admission).
+
+Translation upper-cases each segment; `fail_with` makes `translate` raise; keys other than `GOOD_KEY`
+(and None, in open mode) are refused like the real service refuses them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from starlette.testclient import TestClient
+
+from peakgate.api.app import create_app
+from peakgate.api.contract import Language, Usage
+from peakgate.config import Settings
+from peakgate.domain import Principal, TranslateRequest, TranslateResult, Translation
+from peakgate.errors import BadRequest, PeakgateError, Unauthorized, UnsupportedPair
+from peakgate.observe.metrics import Metrics
+
+GOOD_KEY = "good-key"
+LANGUAGES = (Language("en", "English", ("es",)), Language("es", "Spanish", ("en",)))
+
+
+@dataclass
+class FakeService:
+    settings: Settings = field(default_factory=Settings)
+    metrics: Metrics = field(default_factory=Metrics)
+    open_mode: bool = False
+    fail_with: PeakgateError | None = None
+    is_ready: bool = True
+    character_count: int = 0
+    character_limit: int = 500_000
+    requests: list[TranslateRequest] = field(default_factory=list)
+
+    def authenticate(self, key: str | None) -> Principal:
+        if key == GOOD_KEY or (key is None and self.open_mode):
+            return Principal(key=key, tenant="test", priority="interactive")
+        raise Unauthorized("invalid API key")
+
+    async def translate(self, request: TranslateRequest, principal: Principal) -> TranslateResult:
+        self.requests.append(request)
+        if self.fail_with is not None:
+            raise self.fail_with
+        limits = self.settings.limits
+        if not request.segments:
+            raise BadRequest("no text to translate: send at least one segment")
+        if len(request.segments) > limits.max_segments:
+            raise BadRequest(f"too many segments: {len(request.segments)} > {limits.max_segments} per request")
+        source = request.source or self.detect(" ".join(request.segments))[0][0]
+        if (source, request.target) not in {(lang.code, t) for lang in LANGUAGES for t in lang.targets}:
+            raise UnsupportedPair(f"no model translates {source} → {request.target}")
+        tier = request.tier or "medium"
+        translations = tuple(Translation(s.upper(), source, f"fake-{source}-{request.target}", tier)
+                             for s in request.segments)
+        return TranslateResult(translations, sum(len(s) for s in request.segments))
+
+    def detect(self, text: str) -> list[tuple[str, float]]:
+        # Spanish when it looks Spanish, else English: enough to tell detection happened.
+        spanish = any(word in text.lower().split() for word in ("hola", "el", "la", "es"))
+        return [("es", 0.9), ("en", 0.1)] if spanish else [("en", 0.9), ("es", 0.1)]
+
+    def languages(self) -> list[Language]:
+        return list(LANGUAGES)
+
+    def usage(self, principal: Principal) -> Usage:
+        return Usage(self.character_count, self.character_limit)
+
+    def ready(self) -> bool:
+        return self.is_ready
+
+
+def client(service: FakeService) -> TestClient:
+    return TestClient(create_app(service), raise_server_exceptions=False)

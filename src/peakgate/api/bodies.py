@@ -76,10 +76,11 @@ class BodyParser(Generic[T]):
 
 
 def _is_json(media_type: str, body: bytes) -> bool:
-    # Some clients post JSON with no (or a generic) content type; a form body never starts with "{".
+    # Some clients post JSON with no, a generic or a wrong content type (`curl -d '{…}'` says urlencoded);
+    # a urlencoded form body never starts with "{", a multipart one always starts with its boundary.
     if media_type == "application/json" or media_type.endswith("+json"):
         return True
-    return media_type not in _FORMS and body.lstrip()[:1] == b"{"
+    return media_type != "multipart/form-data" and body.lstrip()[:1] == b"{"
 
 
 def _multi(items: list[tuple[str, str]]) -> dict[str, str | list[str]]:

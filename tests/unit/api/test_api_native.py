@@ -155,3 +155,14 @@ def test_unknown_path_and_wrong_method_answer_json() -> None:
     assert reply.status_code == 405
     assert reply.json()["error"]["code"] == "method_not_allowed"
     assert "POST" in reply.headers["allow"]
+
+
+def test_translate_json_sent_with_a_form_content_type() -> None:
+    # `curl -d '{…}'` labels its body application/x-www-form-urlencoded.
+    reply = client(FakeService()).post(
+        "/v1/translate",
+        content=b'{"segments": ["a"], "target": "es"}',
+        headers={**AUTH, "Content-Type": "application/x-www-form-urlencoded"},
+    )
+    assert reply.status_code == 200
+    assert reply.json()["translations"][0]["text"] == "A"

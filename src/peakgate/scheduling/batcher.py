@@ -7,7 +7,8 @@ Policy (Triton-style dynamic batching, one `BatchKey` per batch):
   otherwise once its oldest item has waited `max_queue_delay_ms`;
 - among ready batches the most urgent head wins; a ready batch of a lower class is held back while a more
   urgent class is pending, which costs at most `max_queue_delay_ms`;
-- items whose deadline has passed are never planned; the plan lists them for the executor to drop.
+- items whose deadline has passed are never planned; the plan lists them for the executor to drop;
+- a worker reserved for urgent work plans with `max_rank`: only items of that class or more urgent.
 """
 
 from __future__ import annotations
@@ -86,13 +87,15 @@ class _Pending:
     ready_at: float
 
 
-def plan(queue: QueueView, now: float, config: BatcherConfig, cost: CostModel) -> BatchPlan | Wait:
+def plan(
+    queue: QueueView, now: float, config: BatcherConfig, cost: CostModel, *, max_rank: int | None = None
+) -> BatchPlan | Wait:
     expired, next_deadline = _expired(queue, now)
     limits = Limits.of(config, cost)
     ready: list[BatchPlan] = []
     pending: list[_Pending] = []
     for group in queue.groups():
-        candidate = _candidate(group, now, limits)
+        candidate = _candidate(group, now, limits, max_rank)
         if isinstance(candidate, BatchPlan):
             ready.append(candidate)
         elif candidate is not None:
@@ -116,8 +119,8 @@ def _expired(queue: QueueView, now: float) -> tuple[tuple[WorkItem, ...], float 
     return tuple(gone), None
 
 
-def _candidate(group: GroupView, now: float, limits: Limits) -> BatchPlan | _Pending | None:
-    items, full = _fill(group.ordered(), now, limits)
+def _candidate(group: GroupView, now: float, limits: Limits, max_rank: int | None) -> BatchPlan | _Pending | None:
+    items, full = _fill(group.ordered(), now, limits, max_rank)
     if not items:
         return None
     size = max((s for s in limits.preferred if s <= len(items)), default=0)
@@ -131,11 +134,15 @@ def _candidate(group: GroupView, now: float, limits: Limits) -> BatchPlan | _Pen
     return _Pending(items[0], ready_at)
 
 
-def _fill(items: Iterator[WorkItem], now: float, limits: Limits) -> tuple[list[WorkItem], bool]:
+def _fill(
+    items: Iterator[WorkItem], now: float, limits: Limits, max_rank: int | None
+) -> tuple[list[WorkItem], bool]:
     """Take live items in order until the size cap or token budget; also say whether more were left over."""
     batch: list[WorkItem] = []
     tokens = 0
     for item in items:
+        if max_rank is not None and item.rank > max_rank:
+            break  # items come class first: the rest are all less urgent
         if item.deadline <= now:
             continue
         if len(batch) == limits.max_size or (batch and tokens + item.tokens > limits.max_tokens):

@@ -68,8 +68,9 @@ class Executor:
     def start(self) -> None:
         if self._workers:
             return
+        reserved = min(self._config.reserved_workers, self._concurrency - 1)
         for i in range(self._concurrency):
-            worker = asyncio.create_task(self._work(), name=f"peakgate-{self._model}-worker-{i}")
+            worker = asyncio.create_task(self._work(reserved=i < reserved), name=f"peakgate-{self._model}-worker-{i}")
             worker.add_done_callback(self._worker_done)
             self._workers.append(worker)
 
@@ -86,16 +87,29 @@ class Executor:
         for call in list(self._abandoned):
             call.cancel()
 
-    async def _work(self) -> None:
+    async def _work(self, *, reserved: bool = False) -> None:
         while True:
             signal = self._signal.arm()
-            decision = plan(self._queue, self._clock.now(), self._config, self._backend.cost_model())
+            now = self._clock.now()
+            reserve_until = self._reserve_until(now) if reserved else None
+            decision = plan(self._queue, now, self._config, self._backend.cost_model(),
+                            max_rank=0 if reserve_until is not None else None)
             self._queue.drop(decision.expired, expired_error, "deadline")
             if isinstance(decision, Wait):
-                await wait_any([signal], self._clock, decision.until)
+                until = decision.until
+                if reserve_until is not None:  # replan when the reservation lapses: lower classes may run then
+                    until = reserve_until if until is None else min(until, reserve_until)
+                await wait_any([signal], self._clock, until)
             else:
                 self._queue.take(decision.items)
                 await self._run(decision)
+
+    def _reserve_until(self, now: float) -> float | None:
+        """While interactive traffic is recent, when the reservation ends; None when it has lapsed."""
+        seen = self._queue.last_top_enqueued_at
+        if seen is None or now >= seen + self._config.reserve_window_s:
+            return None
+        return seen + self._config.reserve_window_s
 
     async def _run(self, batch: BatchPlan) -> None:
         started = self._clock.now()
@@ -165,8 +179,12 @@ class Executor:
             call.exception()  # nobody wants the outcome; retrieving it keeps asyncio from reporting it lost
 
     def _fail(self, items: tuple[WorkItem, ...], error: PeakgateError) -> None:
+        now = self._clock.now()
         for item in items:
-            item.fail(error)
+            # A batch abandoned at its deadline is, to each caller whose deadline passed, a missed deadline:
+            # the same error whether the caller's own timer or the executor's fired first.
+            late = isinstance(error, EngineTimeout) and now >= item.deadline
+            item.fail(expired_error(item) if late else error)
 
     def _worker_done(self, worker: asyncio.Task[None]) -> None:
         # Workers only end by cancellation; anything else is a bug that would silently stall the model.

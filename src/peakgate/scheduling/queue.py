@@ -172,6 +172,7 @@ class RequestQueue:
         self._fifo: deque[WorkItem] = deque()  # push order, for the oldest wait
         self._seq = itertools.count()
         self._len = 0
+        self.last_top_enqueued_at: float | None = None  # the latest most-urgent-class push, for reservations
 
     def __len__(self) -> int:
         return self._len
@@ -212,6 +213,8 @@ class RequestQueue:
         group.size += 1
         self._len += 1
         self._fifo.append(item)
+        if item.rank == 0:
+            self.last_top_enqueued_at = item.enqueued_at
         self._index(item, group)
         self._changed()
 

@@ -120,3 +120,13 @@ async def test_wait_wakes_at_the_next_deadline_to_drop_it_on_time() -> None:
     q = RequestQueue("m", 100)
     fill(q, 1, deadline=0.002)
     assert plan(q, 0.0, config(), ENGINE) == Wait(0.002)
+
+
+async def test_a_reserved_worker_plans_only_the_most_urgent_class() -> None:
+    q = RequestQueue("m", 20)
+    fill(q, 3, priority="batch", text="b")
+    assert isinstance(plan(q, 1.0, config(), ENGINE, max_rank=0), Wait)
+    fill(q, 2, priority="interactive", text="i")
+    decision = batch(plan(q, 1.0, config(), ENGINE, max_rank=0))
+    assert [item.text for item in decision.items] == ["i0", "i1"]  # no batch-class fill
+    assert len(batch(plan(q, 1.0, config(), ENGINE)).items) == 5

@@ -289,3 +289,32 @@ def test_configuration_is_checked_up_front() -> None:
         Scheduler(args[0], args[1], {"interactive": CLASSES["interactive"]}, args[2], args[3])
     with pytest.raises(ConfigError, match="concurrency"):
         Scheduler(args[0], args[1], CLASSES, args[2], args[3], 0)
+
+
+async def test_a_worker_stays_reserved_for_interactive_while_it_is_recent() -> None:
+    h = await started(Harness(BatcherConfig(preferred_batch_sizes=(), max_queue_delay_ms=5.0, reserve_window_s=2.0),
+                              concurrency=2))
+    first = h.submit("Hi.")
+    await settle()
+    await h.flush()
+    assert await first == ["<Hi.>"]
+    gate = h.backend.hold()
+    stuck = h.submit("B1.", priority="batch", within=60)
+    await settle()
+    await h.flush()
+    h.backend.gate = None  # B1 keeps the unreserved worker busy
+    waiting = h.submit("B2.", priority="batch", within=60)
+    await settle()
+    await h.flush()
+    assert not waiting.done()  # the reserved worker leaves batch work alone...
+    urgent = h.submit("Now.")
+    await settle()
+    await h.flush()
+    assert await urgent == ["<Now.>"]  # ...so interactive runs at once beside the stuck batch
+    await advance(h.clock, 2.1)  # no interactive traffic for the reserve window: the worker takes anything
+    await settle()
+    await h.flush()
+    assert await waiting == ["<B2.>"]
+    gate.set()
+    assert await stuck == ["<B1.>"]
+    await h.scheduler.close()

@@ -1,0 +1,144 @@
+"""DeepL API v2 glossaries (/v2/glossaries*, /v2/glossary-language-pairs), as the official SDKs call them.
+
+Shapes follow DeepL: create answers 201 with the glossary's info, delete 204 with no body, entries come
+back as `text/tab-separated-values`; language codes are answered lower-case, taken in any case (the SDKs
+send "EN"). A tenant sees only its own glossaries; anyone else's id is a 404 like an unknown one. Store
+calls run in the thread pool: SQLite blocks, and a 10 MiB create should not stall other requests.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import msgspec
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+
+from peakgate.api.auth import header_key
+from peakgate.api.bodies import BodyParser, json_response
+from peakgate.api.contract import Language
+from peakgate.api.deepl import Keyed, base_code
+from peakgate.api.endpoint import Operation
+from peakgate.api.errors import DEEPL
+from peakgate.domain import Principal
+from peakgate.errors import UnsupportedPair
+from peakgate.glossary.entries import MAX_GLOSSARY_BYTES, parse_entries, to_tsv
+from peakgate.glossary.store import Glossary, GlossaryStore
+from peakgate.observe.metrics import Metrics
+
+TSV = "text/tab-separated-values"
+# Entries may arrive JSON-escaped (\uXXXX: 6 bytes a character); parse_entries then caps the decoded text.
+_MAX_BODY_BYTES = MAX_GLOSSARY_BYTES * 6 + 64 * 1024
+
+
+class GlossaryService(Protocol):
+    """What these routes need; `peakgate.service.Service` provides it once it holds a glossary store."""
+
+    metrics: Metrics
+    glossaries: GlossaryStore
+
+    def authenticate(self, key: str | None) -> Principal: ...
+
+    def languages(self) -> list[Language]: ...
+
+
+class CreateBody(Keyed, kw_only=True):
+    name: str
+    source_lang: str
+    target_lang: str
+    entries: str
+    entries_format: str = "tsv"
+
+
+class GlossaryOut(msgspec.Struct):
+    glossary_id: str
+    name: str
+    ready: bool
+    source_lang: str
+    target_lang: str
+    creation_time: str
+    entry_count: int
+
+
+class GlossaryList(msgspec.Struct):
+    glossaries: list[GlossaryOut]
+
+
+class LanguagePair(msgspec.Struct):
+    source_lang: str
+    target_lang: str
+
+
+class LanguagePairs(msgspec.Struct):
+    supported_languages: list[LanguagePair]
+
+
+def _out(g: Glossary) -> GlossaryOut:
+    return GlossaryOut(g.glossary_id, g.name, g.ready, g.source_lang, g.target_lang, g.creation_time, g.entry_count)
+
+
+def _pairs(service: GlossaryService) -> list[LanguagePair]:
+    return [LanguagePair(lang.code, target) for lang in service.languages() for target in lang.targets]
+
+
+def _create(service: GlossaryService, tenant: str, body: CreateBody) -> Glossary:
+    source, target = base_code(body.source_lang), base_code(body.target_lang)
+    if LanguagePair(source, target) not in _pairs(service):
+        raise UnsupportedPair(f"Unsupported glossary language pair: {source}→{target}")
+    entries = parse_entries(body.entries, body.entries_format.strip().lower(), langs=(source, target))
+    return service.glossaries.create(tenant, body.name, source, target, entries)
+
+
+def glossary_operations(service: GlossaryService) -> list[Operation]:
+    create_parser = BodyParser(CreateBody, _MAX_BODY_BYTES)
+    keyed_parser = BodyParser(Keyed, 64 * 1024)
+    store = service.glossaries
+
+    async def tenant_of(request: Request) -> str:
+        body = await keyed_parser.parse(request)
+        return service.authenticate(header_key(request, "DeepL-Auth-Key") or body.auth_key).tenant
+
+    def glossary_id(request: Request) -> str:
+        return str(request.path_params["glossary_id"])
+
+    async def create(request: Request) -> Response:
+        body = await create_parser.parse(request)
+        tenant = service.authenticate(header_key(request, "DeepL-Auth-Key") or body.auth_key).tenant
+        created = await run_in_threadpool(_create, service, tenant, body)
+        return json_response(_out(created), status_code=201)
+
+    async def list_all(request: Request) -> Response:
+        found = await run_in_threadpool(store.glossaries, await tenant_of(request))
+        return json_response(GlossaryList([_out(g) for g in found]))
+
+    async def get_one(request: Request) -> Response:
+        return json_response(_out(await run_in_threadpool(store.get, await tenant_of(request), glossary_id(request))))
+
+    async def delete(request: Request) -> Response:
+        await run_in_threadpool(store.delete, await tenant_of(request), glossary_id(request))
+        return Response(status_code=204)
+
+    async def entries(request: Request) -> Response:
+        found = await run_in_threadpool(store.entries, await tenant_of(request), glossary_id(request))
+        return Response(to_tsv(found), media_type=TSV)
+
+    async def pairs(request: Request) -> Response:
+        await tenant_of(request)
+        return json_response(LanguagePairs(_pairs(service)))
+
+    one = "/v2/glossaries/{glossary_id}"
+    return [
+        Operation("/v2/glossaries", ("POST",), create, DEEPL, "DeepL-compatible glossary create (201)", CreateBody,
+                  GlossaryOut, forms=True, auth=True),
+        Operation("/v2/glossaries", ("GET",), list_all, DEEPL, "DeepL-compatible glossary list", Keyed, GlossaryList,
+                  forms=True, auth=True),
+        Operation(one, ("GET",), get_one, DEEPL, "DeepL-compatible glossary info", Keyed, GlossaryOut,
+                  forms=True, auth=True),
+        Operation(one, ("DELETE",), delete, DEEPL, "DeepL-compatible glossary delete (204)", Keyed, None,
+                  forms=True, auth=True),
+        Operation(f"{one}/entries", ("GET",), entries, DEEPL, "DeepL-compatible glossary entries (TSV)", Keyed, None,
+                  forms=True, auth=True),
+        Operation("/v2/glossary-language-pairs", ("GET",), pairs, DEEPL, "DeepL-compatible glossary language pairs",
+                  Keyed, LanguagePairs, forms=True, auth=True),
+    ]

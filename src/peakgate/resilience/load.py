@@ -1,0 +1,67 @@
+"""Per-class queue statistics for the shedding policy, fed by queue events and read at admission.
+
+The scheduler reports enqueue / dequeue / completion; admission asks `context(...)` for a `ShedContext`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from itertools import count
+
+from peakgate.clock import Clock
+from peakgate.config import PRIORITY_ORDER, ClassConfig, PriorityClass
+from peakgate.resilience.settings import SheddingConfig
+from peakgate.resilience.shedding import ClassLoad, ShedContext
+from peakgate.resilience.window import TimeWindow
+
+
+class LoadTracker:
+    """Depth, oldest wait and EWMA wait per class, plus the completion rate over `drain_window_s`."""
+
+    def __init__(self, clock: Clock, *, wait_alpha: float = 0.2, drain_window_s: float = 10.0) -> None:
+        if not 0 < wait_alpha <= 1:
+            raise ValueError("wait_alpha must be in (0, 1]")
+        self._clock = clock
+        self._alpha = wait_alpha
+        self._drain_window_s = drain_window_s
+        self._completions = TimeWindow(drain_window_s)
+        self._queued: dict[PriorityClass, dict[int, float]] = {c: {} for c in PRIORITY_ORDER}
+        self._ewma_ms: dict[PriorityClass, float] = dict.fromkeys(PRIORITY_ORDER, 0.0)
+        self._tokens = count()
+
+    def enqueued(self, cls: PriorityClass) -> int:
+        """Record a queued request; returns the token to pass to `dequeued`."""
+        token = next(self._tokens)
+        self._queued[cls][token] = self._clock.now()
+        return token
+
+    def dequeued(self, cls: PriorityClass, token: int, *, served: bool = True) -> None:
+        """The request left the queue; `served=False` (expired, cancelled) keeps it out of the wait average."""
+        enqueued_at = self._queued[cls].pop(token, None)
+        if enqueued_at is None or not served:
+            return
+        wait_ms = (self._clock.now() - enqueued_at) * 1000.0
+        self._ewma_ms[cls] += self._alpha * (wait_ms - self._ewma_ms[cls])
+
+    def completed(self, requests: int = 1) -> None:
+        self._completions.add(self._clock.now(), failed=False, weight=requests)
+
+    def drain_per_s(self) -> float:
+        return self._completions.counts(self._clock.now()).total / self._drain_window_s
+
+    def load(self, cls: PriorityClass, sla: ClassConfig) -> ClassLoad:
+        queued = self._queued[cls]
+        oldest = (self._clock.now() - min(queued.values())) * 1000.0 if queued else 0.0
+        return ClassLoad(len(queued), oldest, self._ewma_ms[cls], sla.max_queue_wait_ms, sla.deadline_ms)
+
+    def context(
+        self,
+        request_class: PriorityClass,
+        service_time_ms: float,
+        classes: Mapping[PriorityClass, ClassConfig],
+        config: SheddingConfig,
+        *,
+        client_share: float = 0.0,
+    ) -> ShedContext:
+        loads = {cls: self.load(cls, sla) for cls, sla in classes.items()}
+        return ShedContext(request_class, service_time_ms, loads, self.drain_per_s(), config, client_share)

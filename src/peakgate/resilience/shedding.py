@@ -1,0 +1,125 @@
+"""Priority load shedding (SRE criticality): shed batch first, then document, interactive last.
+
+`decide` is pure: the caller (admission) builds a `ShedContext` from its queue statistics and acts on the
+`ShedDecision`, e.g. `raise decision.error()` when `decision.shed`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from peakgate.config import PRIORITY_ORDER, PriorityClass
+from peakgate.errors import Overloaded, RateLimited, Rejected
+from peakgate.resilience.settings import SheddingConfig
+
+STATUS_CLIENT = 429
+STATUS_SERVICE = 503
+
+
+@dataclass(frozen=True, slots=True)
+class ClassLoad:
+    """One class's queue as the scheduler sees it, plus its SLA."""
+
+    depth: int  # requests queued
+    oldest_wait_ms: float  # age of the head of the queue
+    ewma_wait_ms: float  # smoothed wait of recently dequeued requests
+    max_queue_wait_ms: float
+    deadline_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class ShedContext:
+    request_class: PriorityClass
+    service_time_ms: float  # the request's own estimated service time
+    classes: Mapping[PriorityClass, ClassLoad]
+    drain_per_s: float  # requests the backends complete per second (all classes)
+    config: SheddingConfig
+    client_share: float = 0.0  # the caller's share of the backlog, 0..1
+
+
+@dataclass(frozen=True, slots=True)
+class ShedDecision:
+    shed: bool
+    status: int | None  # 429 or 503 when shed
+    retry_after_s: float | None  # when shed: predicted drain time, never 0
+    reason: str
+    predicted_wait_ms: float
+
+    def error(self) -> Rejected:
+        """The exception admission raises for a shed request."""
+        cls = RateLimited if self.status == STATUS_CLIENT else Overloaded
+        return cls(f"load shed: {self.reason}", retry_after_s=self.retry_after_s)
+
+
+def _ahead(ctx: ShedContext, cls: PriorityClass) -> int:
+    # Strict priority: a request waits behind its own class and every more critical one.
+    rank = PRIORITY_ORDER.index(cls)
+    return sum(ctx.classes[c].depth for c in PRIORITY_ORDER[: rank + 1] if c in ctx.classes)
+
+
+def predicted_wait_ms(ctx: ShedContext, cls: PriorityClass) -> float:
+    """Wait of a request of `cls` arriving now: the worse of the queue-math and the observed estimate."""
+    load = ctx.classes.get(cls)
+    observed = max(load.ewma_wait_ms, load.oldest_wait_ms) if load is not None else 0.0
+    ahead = _ahead(ctx, cls)
+    if ahead == 0:
+        return observed
+    if ctx.drain_per_s <= 0:
+        return math.inf
+    return max(observed, ahead / ctx.drain_per_s * 1000.0)
+
+
+def retry_after_s(ctx: ShedContext) -> float:
+    """The request's predicted wait (the drain time of the work ahead of it), clamped; monotone, never 0."""
+    cfg = ctx.config
+    wait_s = predicted_wait_ms(ctx, ctx.request_class) / 1000.0
+    return min(cfg.max_retry_after_s, max(cfg.min_retry_after_s, wait_s))
+
+
+def _protect_fraction(cls: PriorityClass, config: SheddingConfig) -> float | None:
+    if cls == "batch":
+        return config.batch_protect_fraction
+    if cls == "document":
+        return config.document_protect_fraction
+    return None
+
+
+def _own_reason(ctx: ShedContext, cls: PriorityClass) -> str | None:
+    """Why a request of `cls` would be shed on its own class's numbers, or None."""
+    load = ctx.classes.get(cls)
+    wait_ms = predicted_wait_ms(ctx, cls)
+    if load is not None and wait_ms + ctx.service_time_ms > load.deadline_ms:
+        return f"{cls} predicted wait {wait_ms:.0f} ms + service would pass its {load.deadline_ms:.0f} ms deadline"
+    fraction = _protect_fraction(cls, ctx.config)
+    if fraction is None:
+        return None  # interactive: only its own deadline sheds it
+    if load is not None and wait_ms > load.max_queue_wait_ms:
+        return f"{cls} predicted wait {wait_ms:.0f} ms over its {load.max_queue_wait_ms:.0f} ms budget"
+    top = ctx.classes.get("interactive")
+    if top is not None:
+        pressure = predicted_wait_ms(ctx, "interactive") / top.max_queue_wait_ms
+        if pressure >= fraction:
+            return f"protecting interactive (wait at {pressure:.0%} of budget)"
+    return None
+
+
+def _shed_reason(ctx: ShedContext) -> str | None:
+    # A class is never admitted while a more critical one is being shed: check the request's class, then upwards
+    # (the request's own service time stands in for the higher classes'; it only matters near a deadline).
+    rank = PRIORITY_ORDER.index(ctx.request_class)
+    for cls in reversed(PRIORITY_ORDER[: rank + 1]):
+        reason = _own_reason(ctx, cls)
+        if reason is not None:
+            return reason if cls == ctx.request_class else f"{cls} is being shed: {reason}"
+    return None
+
+
+def decide(ctx: ShedContext) -> ShedDecision:
+    wait_ms = predicted_wait_ms(ctx, ctx.request_class)
+    reason = _shed_reason(ctx)
+    if reason is None:
+        return ShedDecision(False, None, None, "admitted", wait_ms)
+    status = STATUS_CLIENT if ctx.client_share >= ctx.config.client_share_for_429 else STATUS_SERVICE
+    return ShedDecision(True, status, retry_after_s(ctx), reason, wait_ms)

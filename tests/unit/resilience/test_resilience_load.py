@@ -1,0 +1,59 @@
+"""LoadTracker: depth, oldest and EWMA wait per class, drain rate on the clock, feeding the shedding policy."""
+
+from __future__ import annotations
+
+import pytest
+
+from peakgate.clock import FakeClock
+from peakgate.config import ClassConfig, PriorityClass
+from peakgate.resilience.load import LoadTracker
+from peakgate.resilience.settings import SheddingConfig
+from peakgate.resilience.shedding import decide
+
+SLAS: dict[PriorityClass, ClassConfig] = {
+    "interactive": ClassConfig(deadline_ms=3_000, max_queue_wait_ms=500),
+    "document": ClassConfig(deadline_ms=30_000, max_queue_wait_ms=10_000),
+    "batch": ClassConfig(deadline_ms=300_000, max_queue_wait_ms=120_000),
+}
+
+
+def test_depth_oldest_and_ewma() -> None:
+    clock = FakeClock()
+    tracker = LoadTracker(clock, wait_alpha=0.5)
+    first = tracker.enqueued("interactive")
+    clock.advance(0.2)
+    second = tracker.enqueued("interactive")
+    clock.advance(0.1)
+    load = tracker.load("interactive", SLAS["interactive"])
+    assert (load.depth, load.oldest_wait_ms) == (2, pytest.approx(300.0))
+    tracker.dequeued("interactive", first)
+    assert tracker.load("interactive", SLAS["interactive"]).ewma_wait_ms == pytest.approx(150.0)
+    tracker.dequeued("interactive", second, served=False)  # expired: not a wait sample
+    load = tracker.load("interactive", SLAS["interactive"])
+    assert (load.depth, load.oldest_wait_ms, load.ewma_wait_ms) == (0, 0.0, pytest.approx(150.0))
+    tracker.dequeued("interactive", second)  # unknown token: ignored
+    with pytest.raises(ValueError):
+        LoadTracker(clock, wait_alpha=0.0)
+
+
+def test_drain_rate_over_the_window() -> None:
+    clock = FakeClock()
+    tracker = LoadTracker(clock, drain_window_s=10.0)
+    tracker.completed(50)
+    clock.advance(5.0)
+    tracker.completed(50)
+    assert tracker.drain_per_s() == pytest.approx(10.0)
+    clock.advance(6.0)
+    assert tracker.drain_per_s() == pytest.approx(5.0)
+
+
+def test_context_feeds_the_policy() -> None:
+    clock = FakeClock()
+    tracker = LoadTracker(clock)
+    tracker.completed(1_000)  # 100 req/s
+    for _ in range(30):
+        tracker.enqueued("interactive")  # 300 ms of interactive work: 60% of its budget
+    ctx = tracker.context("batch", 50.0, SLAS, SheddingConfig())
+    assert ctx.drain_per_s == pytest.approx(100.0)
+    assert decide(ctx).shed
+    assert not decide(tracker.context("document", 50.0, SLAS, SheddingConfig())).shed

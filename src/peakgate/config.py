@@ -10,12 +10,20 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from peakgate.cache.settings import CacheConfig
 from peakgate.errors import ConfigError
+from peakgate.glossary.store import GlossaryStoreKind
+from peakgate.jobs.config import JobsConfig
+from peakgate.memory.settings import TmConfig
+from peakgate.redaction.policy import RedactionPolicy
+from peakgate.redaction.settings import RedactionConfig
+from peakgate.resilience.settings import ResilienceConfig
 
 PriorityClass = Literal["interactive", "document", "batch"]
 PRIORITY_ORDER: tuple[PriorityClass, ...] = ("interactive", "document", "batch")
 EngineKind = Literal["apertium", "ctranslate2", "openai", "echo"]
 REPO_MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
+DEFAULT_DATA_DIR = Path("var")  # relative to the working directory the server starts in
 
 
 class _Frozen(BaseModel):
@@ -97,10 +105,22 @@ class LimitsConfig(_Frozen):
     max_segments: int = 50
 
 
+class GlossaryConfig(_Frozen):
+    store: GlossaryStoreKind = "sqlite"
+    path: Path | None = None  # None: `<data_dir>/glossaries.sqlite3`; relative paths live under data_dir
+
+
+def _privacy_first() -> RedactionPolicy:
+    # De-identification is on unless a deployment turns it off: raw PII must never reach caches, TM or logs.
+    return RedactionPolicy(default=RedactionConfig(enabled=True))
+
+
 class Settings(_Frozen):
     host: str = "127.0.0.1"
     port: int = 8080
-    data_dir: Path = Path("var")
+    # Where SQLite stores (TM, glossaries, jobs) live. None keeps them in memory: programmatic and test
+    # settings are ephemeral; `load_settings` (the CLI) defaults to ./var.
+    data_dir: Path | None = None
     models_dir: Path = REPO_MODELS_DIR
     models: tuple[ModelConfig, ...] = ()
     tiers: dict[str, tuple[str, ...]] = Field(default_factory=dict)  # tier -> model fallback chain
@@ -109,6 +129,12 @@ class Settings(_Frozen):
     classes: dict[PriorityClass, ClassConfig] = Field(default_factory=_default_classes)
     keys: tuple[KeyConfig, ...] = ()
     limits: LimitsConfig = LimitsConfig()
+    cache: CacheConfig = CacheConfig()
+    tm: TmConfig = TmConfig()
+    glossary: GlossaryConfig = GlossaryConfig()
+    redaction: RedactionPolicy = Field(default_factory=_privacy_first)
+    jobs: JobsConfig = JobsConfig()
+    resilience: ResilienceConfig = ResilienceConfig()
     log_level: str = "info"
 
     @field_validator("classes", mode="before")
@@ -137,6 +163,14 @@ class Settings(_Frozen):
 
     def model(self, name: str) -> ModelConfig | None:
         return next((m for m in self.models if m.name == name), None)
+
+    def store_path(self, configured: Path | None, default_name: str) -> Path | None:
+        """A store's file under `data_dir` (absolute paths as given); None: keep the store in memory."""
+        if configured is not None and configured.expanduser().is_absolute():
+            return configured.expanduser()
+        if self.data_dir is None:
+            return None
+        return self.data_dir / (configured or default_name)
 
 
 def default_models() -> tuple[ModelConfig, ...]:
@@ -183,6 +217,7 @@ def load_settings(path: Path | None = None, **overrides: object) -> Settings:
     path = path or (Path(env_path) if env_path else None)
     file_data = _read_file(path) if path else {}
     data = dict(file_data)
+    data.setdefault("data_dir", DEFAULT_DATA_DIR)
     if "PEAKGATE_DATA_DIR" in os.environ:
         data["data_dir"] = os.environ["PEAKGATE_DATA_DIR"]
     if "models" not in file_data:  # the embedded default brings its tier map along

@@ -28,6 +28,7 @@ class TranslateRequest:
     deadline_ms: float | None = None  # None: the class SLA
     formality: str | None = None
     split_sentences: bool = True
+    glossary_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +37,8 @@ class Translation:
     detected_source: str
     model: str
     tier: str
+    origin: str = "engine"  # engine | cache | tm_exact | tm_repaired
+    tm_score: float | None = None  # the TM match score when the TM served it
 
 
 @dataclass(frozen=True, slots=True)

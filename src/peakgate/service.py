@@ -1,4 +1,5 @@
-"""The request path, assembled: validate → admission → detect → router → scheduler/batcher → engines.
+"""The request path, assembled: validate → admission → detect → router → PII redaction and glossary
+protection → translation memory & cache (`reuse`) → scheduler/batcher → engines → restore.
 
 `Service` implements `api.contract.TranslationService`; the HTTP layer only parses and serializes.
 The control loop (autoscaling, forecasting) never calls into this path; it reads the metrics.
@@ -19,10 +20,17 @@ from peakgate.clock import Clock, MonotonicClock
 from peakgate.config import PRIORITY_ORDER, ClassConfig, ModelConfig, PriorityClass, Settings
 from peakgate.domain import Principal, TranslateRequest, TranslateResult, Translation
 from peakgate.errors import BackendError, BadRequest, InputTooLarge, Overloaded, PeakgateError
+from peakgate.glossary import GlossaryStore, Shielded, shield, unshield
+from peakgate.jobs.config import JobsConfig
+from peakgate.jobs.runner import JobRunner, via_pipeline
+from peakgate.jobs.store import JobStore
+from peakgate.memory import AddResult
 from peakgate.observe.metrics import Metrics
+from peakgate.reuse import Reuse, Scope
 from peakgate.routing import langdetect
 from peakgate.routing.router import Route, TierRouter
 from peakgate.scheduling import Scheduler
+from peakgate.stores import Stores, open_stores
 
 _log = logging.getLogger(__name__)
 
@@ -78,6 +86,26 @@ class Service:
             self._backends, settings.batcher, settings.classes, self._clock, self.metrics, workers
         )
         self._router = TierRouter(settings, self._health, self._scheduler.oldest_wait_s, self.metrics)
+        self.stores: Stores = open_stores(settings, self._clock, self.metrics)
+        self._reuse = Reuse(self.stores.cache, self.stores.memory, settings.cache, self.metrics)
+        # Accepted jobs run on the trusted path (already admitted) at batch priority, pausing for interactive load.
+        self.job_runner = JobRunner(
+            self.stores.jobs, via_pipeline(lambda r, p: self.run(r, p, "batch")), self._clock,
+            config=settings.jobs,
+            should_pause=lambda: self._scheduler.urgent_backlog(settings.batcher.reserve_window_s),
+        )
+
+    @property
+    def jobs(self) -> JobStore:
+        return self.stores.jobs
+
+    @property
+    def jobs_config(self) -> JobsConfig:
+        return self.settings.jobs
+
+    @property
+    def glossaries(self) -> GlossaryStore:
+        return self.stores.glossaries
 
     @property
     def open_mode(self) -> bool:
@@ -92,11 +120,15 @@ class Service:
             else:
                 self._started.add(name)
         await self._scheduler.start()
+        if self.settings.jobs.enabled:
+            await self.job_runner.start()
 
     async def close(self) -> None:
+        await self.job_runner.close()
         await self._scheduler.close()
         await asyncio.gather(*(b.close() for b in self._backends.values()), return_exceptions=True)
         self._started.clear()
+        await self.stores.close()
 
     def authenticate(self, key: str | None) -> Principal:
         return self._admission.authenticate(key)
@@ -120,9 +152,42 @@ class Service:
         route = self._router.route(request, principal, source)
         deadline_ms = request.deadline_ms or self._class(priority).deadline_ms
         deadline = self._clock.now() + deadline_ms / 1000.0
-        model, texts = await self._submit(route, request, source, priority, deadline)
-        translations = tuple(Translation(t, source, model, route.tier) for t in texts)
+        shields = self._shield(request, principal, source)
+        scope = Scope(principal.tenant, source, request.target,
+                      f"{route.tier}/{route.chain[0]}/b{self._class(priority).beam_size}",
+                      request.formality, request.glossary_id)
+        used: list[str] = []
+
+        async def engine(texts: list[str]) -> list[str]:
+            model, out = await self._submit(route, texts, source, request, priority, deadline)
+            used.append(model)
+            return out
+
+        served = await self._reuse.serve([s.text for s in shields], scope, engine)
+        model = used[-1] if used else route.chain[0]
+        translations = tuple(
+            Translation(unshield(s.text, sh), source, model, route.tier, s.origin, s.score)
+            for s, sh in zip(served, shields, strict=True)
+        )
         return TranslateResult(translations, characters)
+
+    def _shield(self, request: TranslateRequest, principal: Principal, source: str) -> list[Shielded]:
+        """PII out and glossary terms protected before anything is cached, stored, logged or translated."""
+        redactor = self.stores.redactors.redactor_for(principal.tenant)
+        matcher = None
+        if request.glossary_id:
+            matcher = self.stores.resolver.matcher(principal.tenant, request.glossary_id, source, request.target)
+        return [shield(text, redactor if redactor.enabled else None, matcher) for text in request.segments]
+
+    def add_correction(self, principal: Principal, source_lang: str, target_lang: str, source: str,
+                       target: str) -> AddResult:
+        """A human correction into the tenant's TM, de-identified like every other stored text."""
+        if self.stores.memory is None:
+            raise BadRequest("the translation memory is disabled on this server")
+        redactor = self.stores.redactors.redactor_for(principal.tenant)
+        if redactor.enabled:
+            source, target = redactor.redact(source).text, redactor.redact(target).text
+        return self.stores.memory.add_correction(principal.tenant, source_lang, target_lang, source, target)
 
     def detect(self, text: str) -> list[tuple[str, float]]:
         return langdetect.detect(text, self._sources())
@@ -186,13 +251,14 @@ class Service:
         return found[0][0] if found else ("en" if "en" in candidates else candidates[0])
 
     async def _submit(
-        self, route: Route, request: TranslateRequest, source: str, priority: PriorityClass, deadline: float
+        self, route: Route, segments: list[str], source: str, request: TranslateRequest, priority: PriorityClass,
+        deadline: float,
     ) -> tuple[str, list[str]]:
         last: PeakgateError | None = None
         for model in route.chain:
             try:
                 texts = await self._scheduler.submit(
-                    model, request.segments, source, request.target, priority, deadline, request.split_sentences
+                    model, segments, source, request.target, priority, deadline, request.split_sentences
                 )
             except (BackendError, Overloaded) as exc:
                 self.metrics.fallbacks.labels(tier=route.tier, model=model).inc()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 from starlette.applications import Starlette
@@ -13,8 +13,10 @@ from starlette.types import Lifespan
 
 from peakgate.api.contract import TranslationService
 from peakgate.api.deepl import deepl_operations
+from peakgate.api.documents import DocumentService, document_operations
 from peakgate.api.endpoint import Operation, to_route
 from peakgate.api.errors import DEEPL, LIBRE, NATIVE, Dialect, http_error_response
+from peakgate.api.glossaries import GlossaryService, glossary_operations
 from peakgate.api.libre import libre_operations
 from peakgate.api.native import native_operations
 from peakgate.api.openapi import openapi_document
@@ -22,12 +24,17 @@ from peakgate.api.openapi import openapi_document
 _LIBRE_PATHS = frozenset({"/translate", "/detect", "/languages"})
 
 
-def create_app(service: TranslationService, *, lifespan: Lifespan[Starlette] | None = None) -> Starlette:
+class Platform(TranslationService, GlossaryService, DocumentService, Protocol):
+    """Everything the routes call (implemented by `peakgate.service.Service`)."""
+
+
+def create_app(service: Platform, *, lifespan: Lifespan[Starlette] | None = None) -> Starlette:
     async def openapi(_request: Request) -> Response:
         return Response(document, media_type="application/json")
 
     operations = [
         *native_operations(service), *deepl_operations(service), *libre_operations(service),
+        *glossary_operations(service), *document_operations(service),
         Operation("/openapi.json", ("GET",), openapi, NATIVE, "This OpenAPI 3.1 document", response=dict[str, Any]),
     ]
     document = msgspec.json.encode(openapi_document(operations))  # built once: the routes are fixed

@@ -7,6 +7,7 @@ from typing import Protocol
 
 from peakgate.config import Settings
 from peakgate.domain import Principal, TranslateRequest, TranslateResult
+from peakgate.memory import AddResult
 from peakgate.observe.metrics import Metrics
 
 
@@ -46,3 +47,7 @@ class TranslationService(Protocol):
 
     def ready(self) -> bool:
         """True once every model has warmed up."""
+
+    def add_correction(self, principal: Principal, source_lang: str, target_lang: str, source: str,
+                       target: str) -> AddResult:
+        """A human translation into the caller's translation memory (it then wins over engine output)."""

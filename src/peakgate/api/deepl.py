@@ -1,7 +1,8 @@
 """DeepL API v2 compatibility: /v2/translate, /v2/usage, /v2/languages, as the official SDKs call them.
 
 Language codes are DeepL's upper-case ones ("ES", "EN-US", "PT-BR"); the service sees the lower-case base
-code. `tag_handling`, `context`, `glossary_id` and `model_type` are accepted and ignored, like any unknown field.
+code. `glossary_id` applies a glossary made with /v2/glossaries (`api.glossaries`); `tag_handling`, `context`
+and `model_type` are accepted and ignored, like any unknown field.
 """
 
 from __future__ import annotations
@@ -91,6 +92,7 @@ def _to_domain(body: TranslateBody) -> TranslateRequest:
     return TranslateRequest(
         segments=as_segments(body.text), source=source_or_detect(body.source_lang and base_code(body.source_lang)),
         target=base_code(body.target_lang), formality=body.formality, split_sentences=_split(body.split_sentences),
+        glossary_id=body.glossary_id or None,
     )
 
 

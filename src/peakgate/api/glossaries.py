@@ -35,8 +35,11 @@ _MAX_BODY_BYTES = MAX_GLOSSARY_BYTES * 6 + 64 * 1024
 class GlossaryService(Protocol):
     """What these routes need; `peakgate.service.Service` provides it once it holds a glossary store."""
 
-    metrics: Metrics
-    glossaries: GlossaryStore
+    @property
+    def metrics(self) -> Metrics: ...
+
+    @property
+    def glossaries(self) -> GlossaryStore: ...
 
     def authenticate(self, key: str | None) -> Principal: ...
 

@@ -28,13 +28,30 @@ class TranslateBody(msgspec.Struct, kw_only=True):
     priority: Literal["interactive", "document", "batch"] | None = None
     deadline_ms: Annotated[float, msgspec.Meta(gt=0)] | None = None
     split_sentences: bool = True
+    glossary_id: str | None = None
+    formality: str | None = None
 
 
-class TranslationOut(msgspec.Struct):
+class TranslationOut(msgspec.Struct, omit_defaults=True):
     text: str
     detected_source: str
     model: str
     tier: str
+    origin: str = "engine"  # engine | cache | tm_exact | tm_repaired
+    tm_score: float | None = None  # the translation memory's match score when it served the segment
+
+
+class CorrectionBody(msgspec.Struct, kw_only=True):
+    source_lang: str
+    target_lang: str
+    source: str
+    target: str
+
+
+class CorrectionReply(msgspec.Struct):
+    inserted: int
+    updated: int
+    kept: int
 
 
 class TranslateReply(msgspec.Struct):
@@ -70,19 +87,27 @@ def _to_domain(body: TranslateBody) -> TranslateRequest:
     return TranslateRequest(
         segments=segments, source=source_or_detect(body.source), target=body.target.strip().lower(),
         tier=body.tier, model=body.model, priority=body.priority, deadline_ms=body.deadline_ms,
-        split_sentences=body.split_sentences,
+        split_sentences=body.split_sentences, glossary_id=body.glossary_id, formality=body.formality,
     )
 
 
 def native_operations(service: TranslationService) -> list[Operation]:
     parser = BodyParser(TranslateBody, max_body_bytes(service.settings.limits))
+    corrections = BodyParser(CorrectionBody, max_body_bytes(service.settings.limits))
 
     async def translate(request: Request) -> Response:
         principal = service.authenticate(header_key(request, "Bearer"))
         result = await service.translate(_to_domain(await parser.parse(request)), principal)
         set_tier(request, served_tier(result))
-        translations = [TranslationOut(t.text, t.detected_source, t.model, t.tier) for t in result.translations]
+        translations = [TranslationOut(t.text, t.detected_source, t.model, t.tier, t.origin, t.tm_score)
+                        for t in result.translations]
         return json_response(TranslateReply(translations, result.billed_characters))
+
+    async def correct(request: Request) -> Response:
+        principal = service.authenticate(header_key(request, "Bearer"))
+        body = await corrections.parse(request)
+        added = service.add_correction(principal, body.source_lang, body.target_lang, body.source, body.target)
+        return json_response(CorrectionReply(added.inserted, added.updated, added.kept), 201)
 
     async def languages(_request: Request) -> Response:
         return json_response(language_list(service))
@@ -100,6 +125,8 @@ def native_operations(service: TranslationService) -> list[Operation]:
     return [
         Operation("/v1/translate", ("POST",), translate, NATIVE, "Translate segments", TranslateBody,
                   TranslateReply, auth=True),
+        Operation("/v1/memory", ("POST",), correct, NATIVE, "Add a human translation (correction) to your TM",
+                  CorrectionBody, CorrectionReply, auth=True),
         Operation("/v1/languages", ("GET",), languages, NATIVE, "Languages and their targets",
                   response=list[LanguageOut]),
         Operation("/healthz", ("GET",), healthz, NATIVE, "Liveness", response=Status),

@@ -35,6 +35,10 @@ class Metrics:
                                 registry=r)
         self.backend_errors = Counter("peakgate_backend_errors_total", "Engine failures", ["model", "kind"],
                                       registry=r)
+        self.segments_served = Counter(
+            "peakgate_segments_served_total", "Segments by what served them: engine, cache, tm_exact, tm_repaired",
+            ["origin"], registry=r,
+        )
         self.fallbacks = Counter("peakgate_fallbacks_total", "Requests routed past an unhealthy model",
                                  ["tier", "model"], registry=r)
 

@@ -116,6 +116,15 @@ class Scheduler:
     def queue_depth(self, model: str) -> int:
         return len(self._get(model).queue)
 
+    def urgent_backlog(self, window_s: float) -> bool:
+        """True while some model has queued work and took interactive traffic in the last `window_s`."""
+        now = self._clock.now()
+        for lane in self._lanes.values():
+            seen = lane.queue.last_top_enqueued_at
+            if len(lane.queue) and seen is not None and now - seen < window_s:
+                return True
+        return False
+
     def oldest_wait_s(self, model: str) -> float:
         oldest = self._get(model).queue.oldest_enqueued_at()
         return 0.0 if oldest is None else max(0.0, self._clock.now() - oldest)

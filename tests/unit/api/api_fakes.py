@@ -15,6 +15,11 @@ from peakgate.api.contract import Language, Usage
 from peakgate.config import Settings
 from peakgate.domain import Principal, TranslateRequest, TranslateResult, Translation
 from peakgate.errors import BadRequest, PeakgateError, Unauthorized, UnsupportedPair
+from peakgate.glossary import GlossaryStore, build_glossary_store
+from peakgate.jobs.config import JobsConfig
+from peakgate.jobs.model import Job
+from peakgate.jobs.store import JobStore, SqliteJobStore
+from peakgate.memory import AddResult
 from peakgate.observe.metrics import Metrics
 
 GOOD_KEY = "good-key"
@@ -31,6 +36,25 @@ class FakeService:
     character_count: int = 0
     character_limit: int = 500_000
     requests: list[TranslateRequest] = field(default_factory=list)
+    corrections: list[tuple[str, str, str, str, str]] = field(default_factory=list)
+    glossaries: GlossaryStore = field(default_factory=lambda: build_glossary_store("memory"))
+    jobs: JobStore = field(default_factory=lambda: SqliteJobStore(":memory:"))
+    jobs_config: JobsConfig = field(default_factory=JobsConfig)
+
+    @property
+    def job_runner(self) -> FakeService:
+        return self  # the routes only wake the runner and ask for an estimate
+
+    def wake(self) -> None:
+        return None
+
+    def seconds_remaining(self, job: Job) -> int | None:
+        return None
+
+    def add_correction(self, principal: Principal, source_lang: str, target_lang: str, source: str,
+                       target: str) -> AddResult:
+        self.corrections.append((principal.tenant, source_lang, target_lang, source, target))
+        return AddResult(inserted=1)
 
     def authenticate(self, key: str | None) -> Principal:
         if key == GOOD_KEY or (key is None and self.open_mode):

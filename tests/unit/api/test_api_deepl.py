@@ -120,5 +120,5 @@ def test_languages_unknown_type() -> None:
 
 
 def test_unknown_v2_path_answers_in_deepl_shape() -> None:
-    reply = client(FakeService()).get("/v2/glossaries", headers=AUTH)
+    reply = client(FakeService()).get("/v2/no-such-thing", headers=AUTH)
     assert (reply.status_code, reply.json()) == (404, {"message": "Not Found"})

@@ -166,3 +166,14 @@ def test_translate_json_sent_with_a_form_content_type() -> None:
     )
     assert reply.status_code == 200
     assert reply.json()["translations"][0]["text"] == "A"
+
+
+def test_corrections_go_to_the_callers_memory() -> None:
+    service = FakeService()
+    reply = client(service).post("/v1/memory", json={"source_lang": "en", "target_lang": "es", "source": "Save",
+                                                     "target": "Guardar"}, headers=AUTH)
+    assert reply.status_code == 201
+    assert reply.json() == {"inserted": 1, "updated": 0, "kept": 0}
+    assert service.corrections == [("test", "en", "es", "Save", "Guardar")]
+    missing = client(service).post("/v1/memory", json={"source": "Save"}, headers=AUTH)
+    assert missing.status_code == 400

@@ -1,0 +1,283 @@
+"""Durable jobs over HTTP: DeepL's document API (/v2/document…) and a native batch job API (/v1/jobs…).
+
+DeepL flow, as the official SDKs drive it: upload (multipart) → poll status with the `document_key` → download
+once 'done'. The download answers 503 while the job is still queued or translating (the SDK's
+`DocumentNotReadyException`). An unknown id, or one owned by another tenant, is 404; a wrong `document_key` for
+a visible id is 403. `formality`, `glossary_id` and `glossary_ids` are accepted and ignored, as
+/v2/translate does; `output_format` must name the input's own format (no conversions). Downloading does not
+delete the result: it can be fetched again until the job store is pruned.
+"""
+
+from __future__ import annotations
+
+import hmac
+from typing import Protocol
+
+import msgspec
+from starlette.datastructures import UploadFile
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Message
+
+from peakgate.api.auth import header_key
+from peakgate.api.bodies import BodyParser, json_response, source_or_detect
+from peakgate.api.deepl import base_code
+from peakgate.api.endpoint import Operation
+from peakgate.api.errors import DEEPL, NATIVE
+from peakgate.domain import Principal
+from peakgate.errors import BadRequest, InputTooLarge, NotFound, Rejected, Unauthorized
+from peakgate.jobs.config import JobsConfig
+from peakgate.jobs.formats import DocumentCodec, codec_for, codec_named
+from peakgate.jobs.model import Job, NewJob
+from peakgate.jobs.store import JobStore
+from peakgate.observe.metrics import Metrics
+
+_ENVELOPE_BYTES = 64 * 1024  # form fields and boundaries around the file
+_KEY_BODY_BYTES = 64 * 1024
+
+
+class JobProgress(Protocol):
+    def wake(self) -> None: ...
+
+    def seconds_remaining(self, job: Job) -> int | None: ...
+
+
+class DocumentService(Protocol):
+    """What these routes need; `Service` grows these members when the lead wires jobs in."""
+
+    @property
+    def metrics(self) -> Metrics: ...
+
+    @property
+    def jobs(self) -> JobStore: ...
+
+    @property
+    def job_runner(self) -> JobProgress: ...
+
+    @property
+    def jobs_config(self) -> JobsConfig: ...
+
+    def authenticate(self, key: str | None) -> Principal: ...
+
+
+class DocumentNotReady(Rejected):
+    code = "document_not_ready"
+
+
+class WrongDocumentKey(Unauthorized):
+    code = "wrong_document_key"
+
+
+class DocumentUpload(msgspec.Struct, kw_only=True):
+    """The multipart fields of POST /v2/document (for the OpenAPI document; parsed by hand)."""
+
+    file: str  # the file part
+    target_lang: str
+    source_lang: str | None = None
+    filename: str | None = None
+    formality: str | None = None
+    glossary_id: str | None = None
+    output_format: str | None = None
+    auth_key: str | None = None
+
+
+class DocumentKeyBody(msgspec.Struct, kw_only=True):
+    document_key: str | None = None
+    auth_key: str | None = None
+
+
+class DocumentHandleOut(msgspec.Struct):
+    document_id: str
+    document_key: str
+
+
+class DocumentStatusOut(msgspec.Struct, omit_defaults=True):
+    document_id: str
+    status: str
+    seconds_remaining: int | None = None
+    billed_characters: int | None = None
+    error_message: str | None = None
+
+
+class BatchBody(msgspec.Struct, kw_only=True):
+    segments: list[str]
+    target: str
+    source: str | None = None  # None or "auto": detect
+
+
+class BatchCreated(msgspec.Struct):
+    job_id: str
+    status: str
+
+
+class BatchStatusOut(msgspec.Struct, omit_defaults=True):
+    job_id: str
+    status: str
+    segments_total: int
+    segments_done: int
+    billed_characters: int
+    seconds_remaining: int | None = None
+    error_message: str | None = None
+    translations: list[str] | None = None  # only once 'done'
+
+
+async def _read_capped(request: Request, max_bytes: int) -> bytes:
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > max_bytes:
+        raise InputTooLarge(f"request body of {declared} bytes is over the {max_bytes}-byte limit")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > max_bytes:
+            raise InputTooLarge(f"request body is over the {max_bytes}-byte limit")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _upload_form(request: Request, max_bytes: int) -> tuple[dict[str, str], str | None, str | None, bytes]:
+    """(text fields, file name, file content type, file bytes) of a multipart upload."""
+    if request.headers.get("content-type", "").partition(";")[0].strip().lower() != "multipart/form-data":
+        raise BadRequest("upload the document as multipart/form-data with a `file` part")
+    body = await _read_capped(request, max_bytes)
+
+    async def replay() -> Message:  # the capped body, handed back to Starlette's multipart parser
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    try:
+        async with Request(request.scope, replay).form() as form:
+            fields = {k: v for k, v in form.multi_items() if isinstance(v, str)}
+            upload = form.get("file")
+            if not isinstance(upload, UploadFile):
+                raise BadRequest("missing the `file` part: send the document as a multipart file")
+            return fields, upload.filename, upload.content_type, await upload.read()
+    except HTTPException as exc:
+        raise BadRequest(f"malformed multipart body: {exc.detail}") from exc
+
+
+def _document_job(fields: dict[str, str], name: str | None, content_type: str | None, data: bytes,
+                  tenant: str) -> NewJob:
+    target = fields.get("target_lang", "").strip()
+    if not target:
+        raise BadRequest("missing required field `target_lang`")
+    filename = fields.get("filename") or name
+    codec = codec_for(filename, content_type)
+    wanted = fields.get("output_format")
+    if wanted and codec_named(wanted).name != codec.name:
+        raise BadRequest(f"cannot convert {codec.name} to {wanted}: output_format must match the input format")
+    source = fields.get("source_lang")
+    return NewJob(tenant=tenant, kind="document", source=source_or_detect(source and base_code(source)),
+                  target=base_code(target), segments=tuple(codec.extract(data)), filename=filename,
+                  format=codec.name, input_data=data)
+
+
+def _owned(service: DocumentService, job_id: str, principal: Principal) -> Job:
+    job = service.jobs.get(job_id)
+    if job is None or job.tenant != principal.tenant:  # another tenant's job is as good as absent
+        raise NotFound(f"document {job_id} not found")
+    return job
+
+
+def _check_key(job: Job, given: str | None) -> None:
+    if given is None:
+        raise BadRequest("missing required field `document_key`")
+    if not hmac.compare_digest(given.encode(), job.key.encode()):
+        raise WrongDocumentKey("wrong document_key for this document")
+
+
+def _status_out(service: DocumentService, job: Job) -> DocumentStatusOut:
+    out = DocumentStatusOut(job.id, job.status)
+    if job.status in ("queued", "translating"):
+        out.seconds_remaining = service.job_runner.seconds_remaining(job)
+    elif job.status == "done":
+        out.billed_characters = job.billed_characters
+    else:
+        out.error_message = job.error_message or "document translation failed"
+    return out
+
+
+def _download(service: DocumentService, job: Job) -> Response:
+    if job.status == "error":
+        raise BadRequest(f"document translation failed: {job.error_message or 'unknown error'}")
+    output = service.jobs.output(job.id) if job.status == "done" else None
+    if output is None:
+        eta = service.job_runner.seconds_remaining(job)
+        raise DocumentNotReady("Document not ready", retry_after_s=float(eta) if eta is not None else 5.0)
+    codec: DocumentCodec = codec_named(job.format or "txt")
+    stem = (job.filename or "document").rsplit(".", 1)[0]
+    disposition = f'attachment; filename="{stem}.{codec.name}"'.encode("latin-1", "replace").decode("latin-1")
+    return Response(output, media_type=codec.content_type, headers={"Content-Disposition": disposition})
+
+
+def _batch_out(service: DocumentService, job: Job) -> BatchStatusOut:
+    out = BatchStatusOut(job.id, job.status, job.segments_total, job.segments_done, job.billed_characters)
+    if job.status == "done":
+        out.translations = [t or "" for t in service.jobs.translations(job.id)]
+    elif job.status == "error":
+        out.error_message = job.error_message
+    else:
+        out.seconds_remaining = service.job_runner.seconds_remaining(job)
+    return out
+
+
+def _batch_job(body: BatchBody, tenant: str, limit: int) -> NewJob:
+    if not body.segments:
+        raise BadRequest("no segments to translate: send at least one")
+    if len(body.segments) > limit:
+        raise BadRequest(f"too many segments: {len(body.segments)} > {limit} per batch job")
+    return NewJob(tenant=tenant, kind="batch", source=source_or_detect(body.source),
+                  target=body.target.strip().lower(), segments=tuple(body.segments))
+
+
+def document_operations(service: DocumentService) -> list[Operation]:
+    config = service.jobs_config
+    key_parser = BodyParser(DocumentKeyBody, _KEY_BODY_BYTES)
+    batch_parser = BodyParser(BatchBody, config.max_batch_body_bytes)
+
+    async def upload(request: Request) -> Response:
+        header = header_key(request, "DeepL-Auth-Key")
+        # A header key is checked before the (large) body is read; a legacy `auth_key` field only after.
+        principal = service.authenticate(header) if header else None
+        fields, name, content_type, data = await _upload_form(request, config.max_document_bytes + _ENVELOPE_BYTES)
+        principal = principal or service.authenticate(fields.get("auth_key"))
+        job = service.jobs.create(_document_job(fields, name, content_type, data, principal.tenant))
+        service.job_runner.wake()
+        return json_response(DocumentHandleOut(job.id, job.key))
+
+    async def keyed_job(request: Request) -> Job:
+        body = await key_parser.parse(request)
+        principal = service.authenticate(header_key(request, "DeepL-Auth-Key") or body.auth_key)
+        job = _owned(service, str(request.path_params["document_id"]), principal)
+        _check_key(job, body.document_key)
+        return job
+
+    async def status(request: Request) -> Response:
+        return json_response(_status_out(service, await keyed_job(request)))
+
+    async def result(request: Request) -> Response:
+        return _download(service, await keyed_job(request))
+
+    async def create_batch(request: Request) -> Response:
+        principal = service.authenticate(header_key(request, "Bearer"))
+        body = await batch_parser.parse(request)
+        job = service.jobs.create(_batch_job(body, principal.tenant, config.max_batch_segments))
+        service.job_runner.wake()
+        return json_response(BatchCreated(job.id, job.status), status_code=202)
+
+    async def batch_status(request: Request) -> Response:
+        principal = service.authenticate(header_key(request, "Bearer"))
+        return json_response(_batch_out(service, _owned(service, str(request.path_params["job_id"]), principal)))
+
+    return [
+        Operation("/v2/document", ("POST",), upload, DEEPL, "DeepL-compatible document upload (multipart)",
+                  DocumentUpload, DocumentHandleOut, forms=True, auth=True),
+        Operation("/v2/document/{document_id}", ("POST",), status, DEEPL, "DeepL-compatible document status",
+                  DocumentKeyBody, DocumentStatusOut, forms=True, auth=True),
+        Operation("/v2/document/{document_id}/result", ("POST",), result, DEEPL,
+                  "DeepL-compatible document download (503 until done)", DocumentKeyBody, forms=True, auth=True),
+        Operation("/v1/jobs", ("POST",), create_batch, NATIVE, "Queue a batch translation job", BatchBody,
+                  BatchCreated, auth=True),
+        Operation("/v1/jobs/{job_id}", ("GET",), batch_status, NATIVE, "Batch job status, with results once done",
+                  response=BatchStatusOut, auth=True),
+    ]

@@ -1,0 +1,1 @@
+"""Durable async jobs: documents and batch segment lists, stored in SQLite and run at batch priority."""

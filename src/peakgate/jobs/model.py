@@ -1,0 +1,47 @@
+"""Job value types shared by the store, the runner and the HTTP layer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+JobKind = Literal["document", "batch"]
+JobStatus = Literal["queued", "translating", "done", "error"]
+TERMINAL: frozenset[JobStatus] = frozenset({"done", "error"})
+
+
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    """What a caller submits; the store assigns id, key and timestamps."""
+
+    tenant: str
+    kind: JobKind
+    source: str | None  # None: detect per chunk
+    target: str
+    segments: tuple[str, ...]
+    filename: str | None = None
+    format: str | None = None  # codec name for documents ("txt", "html", "docx"); None for batch
+    input_data: bytes | None = None  # the original document, needed again to rebuild it
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    id: str
+    key: str  # DeepL `document_key`: a second secret, so knowing the id alone reads nothing
+    tenant: str
+    kind: JobKind
+    status: JobStatus
+    source: str | None
+    target: str
+    filename: str | None
+    format: str | None
+    billed_characters: int
+    segments_total: int
+    segments_done: int
+    error_message: str | None
+    created_at: float  # wall-clock seconds since the epoch
+    updated_at: float
+
+    @property
+    def segments_left(self) -> int:
+        return self.segments_total - self.segments_done

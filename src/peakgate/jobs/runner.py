@@ -1,0 +1,202 @@
+"""Runs queued jobs in the background, a chunk of segments at a time, at batch priority.
+
+Each chunk is one `translate` call followed by one durable commit (`JobStore.save_chunk`), so stopping or
+crashing loses at most the chunk in flight. Between chunks the runner asks `should_pause()` (the service wires
+it to interactive load) and, while it says yes, sleeps on the Clock: background work yields, it is not dropped.
+
+Failures: `Rejected` and `BackendError` are transient (retried with capped exponential backoff, honouring
+`retry_after_s`, for as long as it takes); any other error fails the job with its message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+from collections.abc import Awaitable, Callable, Sequence
+
+from peakgate.clock import Clock
+from peakgate.domain import Principal, TranslateRequest, TranslateResult
+from peakgate.errors import BackendError, PeakgateError, Rejected
+from peakgate.jobs.config import JobsConfig
+from peakgate.jobs.formats import DocumentCodec, codec_named
+from peakgate.jobs.model import TERMINAL, Job
+from peakgate.jobs.store import JobStore, JobStoreError
+
+_log = logging.getLogger(__name__)
+
+# (segments, source or None to detect, target, tenant) -> one translation per segment, in order.
+Translate = Callable[[Sequence[str], str | None, str, str], Awaitable[list[str]]]
+PauseCheck = Callable[[], bool]
+CodecLookup = Callable[[str], DocumentCodec]
+_TRANSIENT = (Rejected, BackendError)
+
+
+class JobFailed(PeakgateError):
+    """A job cannot finish (bad input, an engine answer that does not fit); recorded as its error message."""
+
+    code = "job_failed"
+
+
+def _never() -> bool:
+    return False
+
+
+def via_pipeline(translate: Callable[[TranslateRequest, Principal], Awaitable[TranslateResult]]) -> Translate:
+    """Adapts `Service.translate` into the runner's callable: batch priority, the job's tenant, no API key."""
+    async def run(segments: Sequence[str], source: str | None, target: str, tenant: str) -> list[str]:
+        request = TranslateRequest(tuple(segments), source, target, priority="batch")
+        result = await translate(request, Principal(key=None, tenant=tenant, priority="batch"))
+        return [t.text for t in result.translations]
+
+    return run
+
+
+class Throughput:
+    """An EWMA of segments per second of translate time (pauses excluded), for `seconds_remaining`."""
+
+    def __init__(self, weight: float) -> None:
+        self._weight = weight
+        self.segments_per_s: float | None = None
+
+    def observe(self, segments: int, seconds: float) -> None:
+        if segments <= 0 or seconds <= 0:
+            return
+        rate = segments / seconds
+        old = self.segments_per_s
+        self.segments_per_s = rate if old is None else old + self._weight * (rate - old)
+
+    def seconds_for(self, segments: int) -> int | None:
+        if self.segments_per_s is None:
+            return None
+        return math.ceil(segments / self.segments_per_s)
+
+
+class JobRunner:
+    def __init__(self, store: JobStore, translate: Translate, clock: Clock, *, config: JobsConfig | None = None,
+                 should_pause: PauseCheck = _never, codecs: CodecLookup = codec_named) -> None:
+        self._store = store
+        self._translate = translate
+        self._clock = clock
+        self._config = config or JobsConfig()
+        self._should_pause = should_pause
+        self._codecs = codecs
+        self._wakeup = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self.throughput = Throughput(self._config.throughput_smoothing)
+
+    async def start(self) -> int:
+        """Re-queue what a previous process left half done, then start the workers; returns jobs recovered."""
+        if self._tasks:
+            return 0  # already running: recovering now would re-queue our own jobs in flight
+        recovered = self._store.recover()
+        if recovered:
+            _log.info("resuming %d unfinished job(s)", recovered)
+        self._tasks = [asyncio.create_task(self._work(), name=f"job-worker-{i}")
+                       for i in range(self._config.workers)]
+        return recovered
+
+    async def close(self) -> None:
+        """Stop the workers; a job in flight goes back to the queue with its finished chunks kept.
+
+        If the store itself fails mid-job, that job stays 'translating' until the next `start()` recovers it.
+        """
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+
+    def wake(self) -> None:
+        """A job was queued: idle workers look now instead of at their next poll."""
+        self._wakeup.set()
+
+    def seconds_remaining(self, job: Job) -> int | None:
+        """From measured throughput; None when finished or before the first chunk was measured."""
+        return None if job.status in TERMINAL else self.throughput.seconds_for(job.segments_left)
+
+    async def run_next(self) -> Job | None:
+        """Claim and run one queued job to its end; None when the queue is empty."""
+        job = self._store.claim_next()
+        return None if job is None else await self.run_job(job)
+
+    async def run_job(self, job: Job) -> Job:
+        try:
+            await self._translate_all(job)
+            return self._store.finish(job.id, self._output(job))
+        except asyncio.CancelledError:
+            self._store.release(job.id)
+            raise
+        except JobStoreError:
+            raise  # the database is failing: recording the error would fail too
+        except PeakgateError as exc:
+            _log.info("job %s failed: %s", job.id, exc.message)
+            return self._store.fail(job.id, exc.message)
+        except Exception:
+            _log.exception("job %s failed unexpectedly", job.id)
+            return self._store.fail(job.id, "internal error while translating the document")
+
+    async def _translate_all(self, job: Job) -> None:
+        while pending := self._store.pending(job.id, self._config.chunk_segments):
+            await self._wait_while_paused()
+            texts = [text for _, text in pending]
+            started = self._clock.now()
+            translations = await self._translate_chunk(job, texts)
+            self.throughput.observe(len(texts), self._clock.now() - started)
+            billed = sum(len(text) for text in texts)
+            self._store.save_chunk(job.id, [(idx, t) for (idx, _), t in zip(pending, translations, strict=True)],
+                                   billed)
+
+    async def _wait_while_paused(self) -> None:
+        while self._should_pause():
+            await self._clock.sleep(self._config.pause_poll_s)
+
+    async def _translate_chunk(self, job: Job, texts: list[str]) -> list[str]:
+        attempt = 0
+        while True:
+            try:
+                translations = await self._translate(texts, job.source, job.target, job.tenant)
+            except _TRANSIENT as exc:
+                delay = self._backoff(attempt, exc.retry_after_s)
+                attempt += 1
+                _log.warning("job %s: %s (attempt %d), retrying in %.1fs", job.id, exc.message, attempt, delay)
+                await self._clock.sleep(delay)
+                continue
+            if len(translations) != len(texts):
+                raise JobFailed(f"the engine returned {len(translations)} translations for {len(texts)} segments")
+            return translations
+
+    def _backoff(self, attempt: int, retry_after_s: float | None) -> float:
+        exponential = self._config.retry_initial_s * 2.0 ** min(attempt, 32)
+        return min(self._config.retry_max_s, max(exponential, retry_after_s or 0.0))
+
+    def _output(self, job: Job) -> bytes | None:
+        if job.kind != "document" or job.format is None:
+            return None  # batch results are read segment by segment
+        data = self._store.input_data(job.id)
+        translations = self._store.translations(job.id)
+        if data is None or any(t is None for t in translations):
+            raise JobFailed("the job's stored input is incomplete")
+        return self._codecs(job.format).rebuild(data, [t for t in translations if t is not None])
+
+    async def _work(self) -> None:
+        while True:
+            self._wakeup.clear()
+            try:
+                job = await self.run_next()
+            except JobStoreError:
+                _log.exception("job store failed; retrying after the idle poll")
+                job = None
+            if job is None:
+                await self._idle()
+
+    async def _idle(self) -> None:
+        sleeper = asyncio.ensure_future(self._clock.sleep(self._config.idle_poll_s))
+        waiter = asyncio.ensure_future(self._wakeup.wait())
+        try:
+            await asyncio.wait({sleeper, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (sleeper, waiter):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task

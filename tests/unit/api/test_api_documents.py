@@ -1,0 +1,220 @@
+"""Document and batch job routes on a real SQLite store, with the runner driven by hand (no real sleeps)."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from docx import Document
+from starlette.applications import Starlette
+from starlette.testclient import TestClient
+
+from peakgate.api.documents import document_operations
+from peakgate.api.endpoint import to_route
+from peakgate.clock import FakeClock
+from peakgate.domain import Principal
+from peakgate.errors import Unauthorized, UnsupportedPair
+from peakgate.jobs.config import JobsConfig
+from peakgate.jobs.runner import JobRunner
+from peakgate.jobs.store import SqliteJobStore
+from peakgate.observe.metrics import Metrics
+
+GOOD_KEY, OTHER_KEY = "good-key", "other-key"
+AUTH = {"Authorization": f"DeepL-Auth-Key {GOOD_KEY}"}
+OTHER = {"Authorization": f"DeepL-Auth-Key {OTHER_KEY}"}
+BEARER = {"Authorization": f"Bearer {GOOD_KEY}"}
+DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+
+
+async def upper(segments: Sequence[str], source: str | None, target: str, tenant: str) -> list[str]:
+    if target == "xx":
+        raise UnsupportedPair(f"no model translates {source} → {target}")
+    return [s.upper() for s in segments]
+
+
+@dataclass
+class FakeDocService:
+    jobs: SqliteJobStore
+    jobs_config: JobsConfig = field(default_factory=lambda: JobsConfig(max_document_bytes=4096, max_batch_segments=3))
+    metrics: Metrics = field(default_factory=Metrics)
+    job_runner: JobRunner = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.job_runner = JobRunner(self.jobs, upper, FakeClock(), config=self.jobs_config)
+
+    def authenticate(self, key: str | None) -> Principal:
+        tenants = {GOOD_KEY: "test", OTHER_KEY: "other"}
+        if key not in tenants:
+            raise Unauthorized("invalid API key")
+        return Principal(key=key, tenant=tenants[key], priority="interactive")
+
+    def run_jobs(self) -> None:
+        async def drain() -> None:
+            while await self.job_runner.run_next() is not None:
+                pass
+
+        asyncio.run(drain())
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> Iterator[FakeDocService]:
+    store = SqliteJobStore(tmp_path / "jobs.db")
+    yield FakeDocService(store)
+    store.close()
+
+
+@pytest.fixture
+def http(service: FakeDocService) -> TestClient:
+    app = Starlette(routes=[to_route(op, service.metrics) for op in document_operations(service)])
+    return TestClient(app, raise_server_exceptions=False)
+
+
+def _upload(http: TestClient, name: str, data: bytes, headers: dict[str, str] | None = None,
+            **fields: str) -> dict[str, str]:
+    reply = http.post("/v2/document", files={"file": (name, data)}, data={"target_lang": "ES", **fields},
+                      headers=AUTH if headers is None else headers)
+    assert reply.status_code == 200, reply.text
+    body: dict[str, str] = reply.json()
+    assert set(body) == {"document_id", "document_key"}
+    return body
+
+
+def test_txt_document_upload_status_download(http: TestClient, service: FakeDocService) -> None:
+    handle = _upload(http, "notes.txt", b"hello\n\nworld\n", source_lang="EN")
+    url = f"/v2/document/{handle['document_id']}"
+    key = {"document_key": handle["document_key"]}
+    assert http.post(url, json=key, headers=AUTH).json() == {"document_id": handle["document_id"],
+                                                            "status": "queued"}
+    not_ready = http.post(f"{url}/result", json=key, headers=AUTH)
+    assert not_ready.status_code == 503 and not_ready.headers["retry-after"] == "5"
+    service.run_jobs()
+    status = http.post(url, data=key, headers=AUTH)  # the key as a form field works too
+    assert status.json() == {"document_id": handle["document_id"], "status": "done", "billed_characters": 10}
+    result = http.post(f"{url}/result", json=key, headers=AUTH)
+    assert result.status_code == 200
+    assert result.content == b"HELLO\n\nWORLD\n"
+    assert result.headers["content-type"].startswith("text/plain")
+    assert 'filename="notes.txt"' in result.headers["content-disposition"]
+    job = service.jobs.get(handle["document_id"])
+    assert job is not None and (job.source, job.target, job.tenant) == ("en", "es", "test")
+
+
+def test_html_and_docx_documents(http: TestClient, service: FakeDocService) -> None:
+    document = Document()
+    document.add_paragraph("a paragraph")
+    buffer = io.BytesIO()
+    document.save(buffer)
+    html = _upload(http, "page.htm", b"<p class='c'>hi <i>there</i></p>")
+    docx = _upload(http, "blob", buffer.getvalue(), filename="report.docx", output_format="DOCX")
+    service.run_jobs()
+    page = http.post(f"/v2/document/{html['document_id']}/result", json={"document_key": html["document_key"]},
+                     headers=AUTH)
+    assert page.content == b"<p class='c'>HI <i>THERE</i></p>"
+    assert page.headers["content-type"].startswith("text/html")
+    word = http.post(f"/v2/document/{docx['document_id']}/result", json={"document_key": docx["document_key"]},
+                     headers=AUTH)
+    assert word.headers["content-type"] == DOCX
+    assert Document(io.BytesIO(word.content)).paragraphs[0].text == "A PARAGRAPH"
+
+
+def test_keys_ids_and_tenants(http: TestClient) -> None:
+    handle = _upload(http, "a.txt", b"x")
+    url = f"/v2/document/{handle['document_id']}"
+    wrong = http.post(url, json={"document_key": "nope"}, headers=AUTH)
+    assert wrong.status_code == 403 and "document_key" in wrong.json()["message"]
+    assert http.post(url, json={}, headers=AUTH).status_code == 400
+    assert http.post("/v2/document/missing", json={"document_key": "k"}, headers=AUTH).status_code == 404
+    other = http.post(url, json={"document_key": handle["document_key"]}, headers=OTHER)
+    assert other.status_code == 404  # another tenant cannot even learn the id exists
+    assert http.post(url, json={"document_key": handle["document_key"]}).status_code == 403
+    legacy = http.post(url, data={"document_key": handle["document_key"], "auth_key": GOOD_KEY})
+    assert legacy.json()["status"] == "queued"
+
+
+@pytest.mark.parametrize(("upload", "fields", "status", "fragment"), [
+    (("scan.pdf", b"%PDF"), {}, 400, "unsupported document format"),
+    (("bad.docx", b"not a zip"), {}, 400, "not a readable .docx"),
+    (("latin.txt", b"caf\xe9"), {}, 400, "not valid UTF-8"),
+    (("a.txt", b"x"), {"output_format": "docx"}, 400, "cannot convert txt to docx"),
+    (("a.txt", b"x"), {"target_lang": ""}, 400, "target_lang"),
+    (("big.txt", b"x" * 80_000), {}, 413, "limit"),
+])
+def test_bad_uploads(http: TestClient, upload: tuple[str, bytes], fields: dict[str, str], status: int,
+                     fragment: str) -> None:
+    reply = http.post("/v2/document", files={"file": upload}, data={"target_lang": "ES", **fields}, headers=AUTH)
+    assert reply.status_code == status
+    assert fragment in reply.json()["message"]
+
+
+def test_upload_needs_a_multipart_file_and_a_key(http: TestClient) -> None:
+    assert "multipart" in http.post("/v2/document", data={"target_lang": "ES"}, headers=AUTH).json()["message"]
+    no_file = http.post("/v2/document", files={"other": ("a.txt", b"x")}, data={"target_lang": "ES"}, headers=AUTH)
+    assert no_file.status_code == 400 and "`file`" in no_file.json()["message"]
+    unauth = http.post("/v2/document", files={"file": ("a.txt", b"x")}, data={"target_lang": "ES"})
+    assert unauth.status_code == 403
+
+
+def test_failed_document_reports_its_error(http: TestClient, service: FakeDocService) -> None:
+    handle = _upload(http, "a.txt", b"x", target_lang="XX")
+    service.run_jobs()
+    key = {"document_key": handle["document_key"]}
+    status = http.post(f"/v2/document/{handle['document_id']}", json=key, headers=AUTH).json()
+    assert status["status"] == "error" and "no model translates" in status["error_message"]
+    assert http.post(f"/v2/document/{handle['document_id']}/result", json=key, headers=AUTH).status_code == 400
+
+
+def test_batch_job_lifecycle(http: TestClient, service: FakeDocService) -> None:
+    created = http.post("/v1/jobs", json={"segments": ["one", "two"], "source": "auto", "target": "ES"},
+                        headers=BEARER)
+    assert created.status_code == 202
+    job_id = created.json()["job_id"]
+    assert created.json()["status"] == "queued"
+    queued = http.get(f"/v1/jobs/{job_id}", headers=BEARER).json()
+    assert queued == {"job_id": job_id, "status": "queued", "segments_total": 2, "segments_done": 0,
+                      "billed_characters": 0}
+    service.run_jobs()
+    done = http.get(f"/v1/jobs/{job_id}", headers=BEARER).json()
+    assert done["status"] == "done" and done["translations"] == ["ONE", "TWO"] and done["billed_characters"] == 6
+    assert http.get(f"/v1/jobs/{job_id}", headers={"Authorization": f"Bearer {OTHER_KEY}"}).status_code == 404
+    assert http.get(f"/v1/jobs/{job_id}").status_code == 401
+    job = service.jobs.get(job_id)
+    assert job is not None and (job.source, job.target) == (None, "es")
+
+
+@pytest.mark.parametrize(("body", "fragment"), [
+    ({"segments": [], "target": "es"}, "no segments"),
+    ({"segments": ["a"] * 4, "target": "es"}, "too many segments"),
+    ({"target": "es"}, "segments"),
+])
+def test_bad_batch_jobs(http: TestClient, body: dict[str, object], fragment: str) -> None:
+    reply = http.post("/v1/jobs", json=body, headers=BEARER)
+    assert reply.status_code == 400
+    assert fragment in reply.json()["error"]["message"]
+
+
+def test_operations_describe_themselves_in_openapi(service: FakeDocService) -> None:
+    from peakgate.api.openapi import openapi_document
+
+    paths = openapi_document(document_operations(service))["paths"]
+    assert set(paths) == {"/v2/document", "/v2/document/{document_id}", "/v2/document/{document_id}/result",
+                          "/v1/jobs", "/v1/jobs/{job_id}"}
+    assert "multipart/form-data" in paths["/v2/document"]["post"]["requestBody"]["content"]
+
+
+def test_a_bad_header_key_is_refused_before_the_body_is_read(http: TestClient) -> None:
+    reply = http.post("/v2/document", files={"file": ("big.txt", b"x" * 80_000)}, data={"target_lang": "ES"},
+                      headers={"Authorization": "DeepL-Auth-Key wrong"})
+    assert reply.status_code == 403  # not 413: the key is checked first
+
+
+def test_status_estimates_seconds_remaining_once_throughput_is_measured(http: TestClient,
+                                                                        service: FakeDocService) -> None:
+    service.job_runner.throughput.observe(segments=2, seconds=1.0)
+    handle = _upload(http, "a.txt", b"one\ntwo\nthree\nfour")
+    status = http.post(f"/v2/document/{handle['document_id']}", json={"document_key": handle["document_key"]},
+                       headers=AUTH).json()
+    assert status == {"document_id": handle["document_id"], "status": "queued", "seconds_remaining": 2}

@@ -159,7 +159,7 @@ class Service:
         used: list[str] = []
 
         async def engine(texts: list[str]) -> list[str]:
-            model, out = await self._submit(route, texts, source, request, priority, deadline)
+            model, out = await self._submit(route, texts, source, request, priority=priority, deadline=deadline)
             used.append(model)
             return out
 
@@ -251,8 +251,8 @@ class Service:
         return found[0][0] if found else ("en" if "en" in candidates else candidates[0])
 
     async def _submit(
-        self, route: Route, segments: list[str], source: str, request: TranslateRequest, priority: PriorityClass,
-        deadline: float,
+        self, route: Route, segments: list[str], source: str, request: TranslateRequest, *,
+        priority: PriorityClass, deadline: float,
     ) -> tuple[str, list[str]]:
         last: PeakgateError | None = None
         for model in route.chain:

@@ -40,9 +40,11 @@ class Server:
 
 @contextlib.contextmanager
 def serve(
-    config: dict[str, object] | None, argv: Sequence[str] | None = None, ready_s: float = 60.0
+    config: dict[str, object] | None, argv: Sequence[str] | None = None, ready_s: float = 60.0,
+    log: Path | None = None,
 ) -> Iterator[Server]:
-    """Run `peakgate serve` (or `argv` with {port}) in its own process; yield once it answers."""
+    """Run `peakgate serve` (or `argv` with {port}) in its own process; yield once it answers.
+    Its stdout and stderr go to `log` when given (tests read them), else nowhere."""
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
         if argv is None:
@@ -51,7 +53,9 @@ def serve(
             argv = [sys.executable, "-m", "peakgate.cli", "serve", "--port", str(port), "--config", str(path)]
         else:
             argv = [a.format(port=port) for a in argv]
-        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        sink = log.open("wb") if log is not None else None
+        out = sink if sink is not None else subprocess.DEVNULL
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT if sink is not None else out)
         url = f"http://127.0.0.1:{port}"
         try:
             _wait_ready(url, proc, ready_s)
@@ -63,6 +67,8 @@ def serve(
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+            if sink is not None:
+                sink.close()
 
 
 def _wait_ready(url: str, proc: subprocess.Popen[bytes], ready_s: float) -> None:

@@ -1,4 +1,4 @@
-"""`peakgate` command line: serve, models list|build, translate."""
+"""`peakgate` command line: serve, models list|build, translate, tm import|export."""
 
 from __future__ import annotations
 
@@ -38,7 +38,22 @@ def _parser() -> argparse.ArgumentParser:
     translate.add_argument("--priority", choices=PRIORITY_ORDER, default="document",
                            help="request class: sets decoding (beam) and deadline (default document)")
     _config_arg(translate)
+    _tm_args(sub.add_parser("tm", help="import or export the translation memory (TMX 1.4)"))
     return parser
+
+
+def _tm_args(parser: argparse.ArgumentParser) -> None:
+    tm = parser.add_subparsers(dest="tm_command", required=True)
+    load = tm.add_parser("import", help="stream a TMX file into the TM the server uses (all or nothing)")
+    load.add_argument("file", type=Path, help="TMX 1.4 (or 1.1) file")
+    load.add_argument("--tenant", default="", help="owner tenant (default: shared by every tenant)")
+    _config_arg(load)
+    dump = tm.add_parser("export", help="write the TM as TMX 1.4")
+    dump.add_argument("--out", type=Path, help="output file (default: stdout)")
+    dump.add_argument("--tenant", help="only this tenant's entries ('' for the shared ones)")
+    dump.add_argument("-s", "--source", help="only this source language")
+    dump.add_argument("-t", "--target", help="only this target language")
+    _config_arg(dump)
 
 
 def _config_arg(parser: argparse.ArgumentParser) -> None:
@@ -65,6 +80,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _serve(args)
         if args.command == "models":
             return _models(args)
+        if args.command == "tm":
+            return _tm(args)
         return asyncio.run(_translate(args, sys.stdin.buffer, sys.stdout))
     except PeakgateError as exc:
         print(f"peakgate: error: {exc.message}", file=sys.stderr)
@@ -109,6 +126,35 @@ def _models(args: argparse.Namespace) -> int:
         return 0
     build.build(paths, Recipe(train_minutes=args.minutes))
     return 0
+
+
+def _tm(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from peakgate.memory import TranslationMemory
+    from peakgate.memory.tm import build_store
+
+    settings = load_settings(args.config)
+    path = settings.store_path(settings.tm.path, "tm.sqlite3")
+    assert path is not None  # load_settings always sets data_dir
+    memory = TranslationMemory(build_store(settings.tm, path), settings.tm)
+    try:
+        if args.tm_command == "export":
+            out = args.out if args.out is not None else sys.stdout
+            count = memory.export_tmx(out, tenant=args.tenant, source_lang=args.source, target_lang=args.target)
+            print(f"exported {count} entries from {path}", file=sys.stderr)
+            return 0
+        with tqdm(total=args.file.stat().st_size if args.file.exists() else None, unit="B", unit_scale=True,
+                  desc=f"import {args.file.name}", file=sys.stderr) as bar:
+            report = memory.import_tmx(args.file, tenant=args.tenant,
+                                       progress=lambda p: bar.update(p.bytes_read - bar.n))
+        added = report.added
+        skipped = ", ".join(f"{reason}: {n}" for reason, n in sorted(report.skipped.items())) or "none"
+        print(f"{report.tus} translation units: {added.inserted} added, {added.updated} updated, "
+              f"{added.kept} kept (human entries win); skipped {skipped}; into {path}", file=sys.stderr)
+        return 0
+    finally:
+        memory.close()
 
 
 def restrict(settings: Settings, model: str | None, tier: str | None) -> Settings:

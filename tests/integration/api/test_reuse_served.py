@@ -12,8 +12,9 @@ from pathlib import Path
 import deepl
 import httpx
 import pytest
-from bench._http import Server, serve
 from redis_harness import RedisServer, free_port, redis_server_binary
+
+from bench._http import Server, serve
 
 TMX = """<?xml version="1.0" encoding="UTF-8"?>
 <tmx version="1.4"><header srclang="en" datatype="plaintext" segtype="sentence" adminlang="en" o-tmf="test"

@@ -88,8 +88,9 @@ def test_imported_tm_serves_exact_and_repairs_one_span(served: tuple[Server, Red
 
 def test_a_correction_wins_over_engine_output(served: tuple[Server, RedisServer, Path, Path]) -> None:
     server = served[0]
-    reply = httpx.post(f"{server.url}/v1/memory", json={"source_lang": "en", "target_lang": "es",
-                                                        "source": "Close all tabs", "target": "Cierre todas las pestañas"})
+    correction = {"source_lang": "en", "target_lang": "es", "source": "Close all tabs",
+                  "target": "Cierre todas las pestañas"}
+    reply = httpx.post(f"{server.url}/v1/memory", json=correction)
     assert reply.status_code == 201
     served_text, = translate(server, "Close all tabs")
     assert (served_text["text"], served_text["origin"]) == ("Cierre todas las pestañas", "tm_exact")

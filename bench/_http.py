@@ -175,3 +175,219 @@ async def closed_loop(
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     elapsed = time.perf_counter() - started
     return LoadResult(len(latencies), errors, elapsed, latencies)
+
+
+# --- Outcome-recording clients (status codes, Retry-After, per-class latencies) and /metrics scraping. ---
+
+TIMEOUT = 0  # Outcome.status when the client gave up waiting (no answer, no rejection before its timeout)
+CONN_ERROR = -1  # Outcome.status when the connection failed or was closed before an answer
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """One request of a workload: its class label, prepared JSON body, segment count and client timeout."""
+
+    klass: str
+    body: bytes
+    segments: int
+    timeout_s: float = 30.0
+
+    @classmethod
+    def of(cls, klass: str, body: dict[str, object], timeout_s: float = 30.0) -> Probe:
+        segments = body.get("segments")
+        count = len(segments) if isinstance(segments, list) else 1
+        return cls(klass, json.dumps(body).encode(), count, timeout_s)
+
+
+@dataclass(slots=True)
+class Outcome:
+    klass: str
+    status: int  # HTTP status, or TIMEOUT / CONN_ERROR
+    segments: int
+    sent_at: float  # perf_counter seconds (open loop: the scheduled arrival time)
+    done_at: float
+    retry_after: bool = False
+    payload: bytes | None = None
+
+    @property
+    def latency_s(self) -> float:
+        return self.done_at - self.sent_at
+
+
+async def _exchange(connection: _Connection, path: str, body: bytes) -> tuple[int, dict[bytes, bytes], bytes]:
+    """Like `_Connection.post` but also returns the response headers (lower-cased names); reconnects once if a
+    kept-alive connection turns out closed by the server before answering."""
+    for attempt in (0, 1):
+        fresh = connection._writer is None
+        if fresh:
+            connection._reader, connection._writer = await asyncio.open_connection(connection._host,
+                                                                                   connection._port)
+        assert connection._reader is not None and connection._writer is not None
+        head = (f"POST {path} HTTP/1.1\r\nHost: {connection._host}\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n").encode()
+        try:
+            connection._writer.write(head + body)
+            status_line = await connection._reader.readline()
+        except (ConnectionError, OSError):
+            status_line = b""
+        if status_line:
+            break
+        await connection.close()
+        connection._reader = connection._writer = None
+        if fresh or attempt:
+            raise ConnectionError("server closed the connection before answering")
+    headers: dict[bytes, bytes] = {}
+    while (line := await connection._reader.readline()) not in (b"\r\n", b""):
+        name, _, value = line.partition(b":")
+        headers[name.strip().lower()] = value.strip()
+    payload = await connection._reader.readexactly(int(headers.get(b"content-length", b"0")))
+    if headers.get(b"connection", b"").lower() == b"close":
+        await connection.close()
+        connection._reader = connection._writer = None
+    return int(status_line.split()[1]), headers, payload
+
+
+async def _timed(connection: _Connection, path: str, probe: Probe, sent_at: float, keep_payload: bool) -> Outcome:
+    """Send one probe; never raises: a timeout or a broken connection is recorded (and the connection reset)."""
+    try:
+        status, headers, payload = await asyncio.wait_for(_exchange(connection, path, probe.body), probe.timeout_s)
+    except TimeoutError:
+        await _reset(connection)
+        return Outcome(probe.klass, TIMEOUT, probe.segments, sent_at, time.perf_counter())
+    except (ConnectionError, OSError, asyncio.IncompleteReadError, ValueError, IndexError):
+        await _reset(connection)
+        return Outcome(probe.klass, CONN_ERROR, probe.segments, sent_at, time.perf_counter())
+    return Outcome(probe.klass, status, probe.segments, sent_at, time.perf_counter(),
+                   retry_after=b"retry-after" in headers, payload=payload if keep_payload else None)
+
+
+async def _reset(connection: _Connection) -> None:
+    with contextlib.suppress(Exception):
+        await connection.close()
+    connection._reader = connection._writer = None
+
+
+def _host_port(url: str) -> tuple[str, int]:
+    parsed = httpx.URL(url)
+    return parsed.host, parsed.port or 80
+
+
+async def closed_loop_outcomes(
+    url: str, probes: Sequence[Probe], concurrency: int, *, path: str = "/v1/translate",
+    duration_s: float | None = None, keep_payload: bool = False,
+) -> tuple[list[Outcome], float]:
+    """`concurrency` clients, each sending its next probe once the last answered; every outcome is recorded.
+    With `duration_s`, the clients cycle through `probes` until that much time has passed; else each is sent once.
+    Returns the outcomes, in sending order (outcome i answers probe i modulo len(probes)), and the elapsed seconds."""
+    host, port = _host_port(url)
+    numbered: list[tuple[int, Outcome]] = []
+    cursor = 0
+    started = time.perf_counter()
+    stop_at = started + duration_s if duration_s is not None else None
+
+    async def worker() -> None:
+        nonlocal cursor
+        connection = _Connection(host, port)
+        try:
+            while True:
+                if stop_at is None:
+                    if cursor >= len(probes):
+                        return
+                elif time.perf_counter() >= stop_at:
+                    return
+                index = cursor
+                cursor += 1
+                outcome = await _timed(connection, path, probes[index % len(probes)], time.perf_counter(), keep_payload)
+                numbered.append((index, outcome))
+        finally:
+            await _reset(connection)
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    elapsed = time.perf_counter() - started
+    return [outcome for _, outcome in sorted(numbered, key=lambda pair: pair[0])], elapsed
+
+
+@dataclass
+class OpenLoopResult:
+    outcomes: list[Outcome]
+    offered: int  # arrivals scheduled in the window
+    not_sent: int  # arrivals dropped by the client because `max_inflight` requests were already open
+    duration_s: float  # the arrival window
+    started: float  # perf_counter at the window's start
+    lag_s: float  # the worst delay of a send behind its scheduled arrival (the client falling behind)
+
+
+async def open_loop(
+    url: str, probes: Sequence[Probe], rate: float, duration_s: float, *, seed: int = 0,
+    path: str = "/v1/translate", max_inflight: int = 4000,
+) -> OpenLoopResult:
+    """Poisson arrivals at `rate` req/s for `duration_s`, cycling through `probes`, whatever the answers:
+    each arrival takes an idle kept-alive connection or opens one. Latency counts from the scheduled
+    arrival (no coordinated omission). Waits for every sent request to end (answer or client timeout)."""
+    import random
+
+    host, port = _host_port(url)
+    rng = random.Random(seed)
+    idle: list[_Connection] = []
+    outcomes: list[Outcome] = []
+    tasks: set[asyncio.Task[None]] = set()
+    offered = not_sent = 0
+    lag = 0.0
+
+    async def one(probe: Probe, sent_at: float) -> None:
+        connection = idle.pop() if idle else _Connection(host, port)
+        outcome = await _timed(connection, path, probe, sent_at, False)
+        outcomes.append(outcome)
+        if connection._writer is not None:
+            idle.append(connection)
+
+    started = time.perf_counter()
+    at = started
+    end = started + duration_s
+    while True:
+        at += rng.expovariate(rate)
+        if at >= end:
+            break
+        delay = at - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        else:
+            lag = max(lag, -delay)
+        probe = probes[offered % len(probes)]
+        offered += 1
+        if len(tasks) >= max_inflight:
+            not_sent += 1
+            continue
+        task = asyncio.create_task(one(probe, at))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+    while tasks:
+        await asyncio.gather(*list(tasks))
+    for connection in idle:
+        await _reset(connection)
+    return OpenLoopResult(outcomes, offered, not_sent, duration_s, started, lag)
+
+
+def scrape(url: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    """`/metrics` as {(sample name, labels): value} (Prometheus text; comments skipped)."""
+    samples: dict[tuple[str, frozenset[tuple[str, str]]], float] = {}
+    for line in httpx.get(f"{url}/metrics", timeout=10.0).text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        head, _, value = line.rpartition(" ")
+        name, _, rest = head.partition("{")
+        labels: set[tuple[str, str]] = set()
+        for item in rest.rstrip("}").split('",') if rest else ():
+            key, _, val = item.partition("=")
+            labels.add((key.strip(), val.strip().strip('"')))
+        try:
+            samples[(name.strip(), frozenset(labels))] = float(value)
+        except ValueError:
+            continue
+    return samples
+
+
+def metric(samples: dict[tuple[str, frozenset[tuple[str, str]]], float], name: str, **labels: str) -> float:
+    """The sum of `name`'s samples whose labels include `labels` (0.0 when there are none)."""
+    wanted = set(labels.items())
+    return sum(v for (n, ls), v in samples.items() if n == name and wanted <= ls)

@@ -97,6 +97,7 @@ class KeyConfig(_Frozen):
     rate_chars_per_s: float = 20_000.0
     burst_chars: float = 50_000.0
     quota_chars: int | None = None  # billing-period character limit (DeepL 456 when spent)
+    pinned: bool = False  # keeps its tier when the service degrades to the light model (ladder L3)
 
 
 class LimitsConfig(_Frozen):

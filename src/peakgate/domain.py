@@ -45,3 +45,4 @@ class Translation:
 class TranslateResult:
     translations: tuple[Translation, ...]
     billed_characters: int
+    degraded: str | None = None  # the degradation level that served it ("L1".."CACHE_ONLY"); None: normal

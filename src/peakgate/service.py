@@ -8,6 +8,7 @@ The control loop (autoscaling, forecasting) never calls into this path; it reads
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -19,13 +20,15 @@ from peakgate.backends.factory import build_backend
 from peakgate.clock import Clock, MonotonicClock
 from peakgate.config import PRIORITY_ORDER, ClassConfig, ModelConfig, PriorityClass, Settings
 from peakgate.domain import Principal, TranslateRequest, TranslateResult, Translation
-from peakgate.errors import BackendError, BadRequest, InputTooLarge, Overloaded, PeakgateError
+from peakgate.errors import BackendError, BadRequest, InputTooLarge, Overloaded, PeakgateError, Rejected
 from peakgate.glossary import GlossaryStore, Shielded, shield, unshield
 from peakgate.jobs.config import JobsConfig
 from peakgate.jobs.runner import JobRunner, via_pipeline
 from peakgate.jobs.store import JobStore
 from peakgate.memory import AddResult
 from peakgate.observe.metrics import Metrics
+from peakgate.resilience.degrade import Degradation, int8_twins, map_chain
+from peakgate.resilience.guard import OverloadGuard
 from peakgate.reuse import Reuse, Scope
 from peakgate.routing import langdetect
 from peakgate.routing.router import Route, TierRouter
@@ -82,8 +85,11 @@ class Service:
         self._started: set[str] = set()
         self._admission = Admission(settings, self._clock, self.metrics)
         workers = {m.name: worker_count(m) for m in settings.models}
+        self._guard = OverloadGuard(settings.resilience, settings.classes, self._clock, self.metrics)
+        self._twins = int8_twins(settings.models)
         self._scheduler = Scheduler(
-            self._backends, settings.batcher, settings.classes, self._clock, self.metrics, workers
+            self._backends, settings.batcher, settings.classes, self._clock, self.metrics, workers,
+            breakers=self._guard.breakers,
         )
         self._router = TierRouter(settings, self._health, self._scheduler.oldest_wait_s, self.metrics)
         self.stores: Stores = open_stores(settings, self._clock, self.metrics)
@@ -120,11 +126,13 @@ class Service:
             else:
                 self._started.add(name)
         await self._scheduler.start()
+        self._guard.start()
         if self.settings.jobs.enabled:
             await self.job_runner.start()
 
     async def close(self) -> None:
         await self.job_runner.close()
+        await self._guard.close()
         await self._scheduler.close()
         await asyncio.gather(*(b.close() for b in self._backends.values()), return_exceptions=True)
         self._started.clear()
@@ -149,27 +157,47 @@ class Service:
         self, request: TranslateRequest, principal: Principal, priority: PriorityClass, characters: int
     ) -> TranslateResult:
         source = self._source(request)
-        route = self._router.route(request, principal, source)
-        deadline_ms = request.deadline_ms or self._class(priority).deadline_ms
-        deadline = self._clock.now() + deadline_ms / 1000.0
+        degradation = self._guard.degradation
+        route = self._route(request, principal, source, degradation)
+        self._guard.admit(priority, 1000.0 * self._scheduler.service_time_s(route.model, len(request.segments)),
+                          self._scheduler.capacity_per_s(route.model))
+        deadline = self._clock.now() + (request.deadline_ms or self._class(priority).deadline_ms) / 1000.0
         shields = self._shield(request, principal, source)
-        scope = Scope(principal.tenant, source, request.target,
-                      f"{route.tier}/{route.chain[0]}/b{self._class(priority).beam_size}",
-                      request.formality, request.glossary_id)
+        beam = degradation.beam_size(self._class(priority).beam_size)
+        scope = Scope(principal.tenant, source, request.target, f"{route.tier}/{route.chain[0]}/b{beam}",
+                      request.formality, request.glossary_id, repair=degradation.fuzzy_repair)
         used: list[str] = []
 
         async def engine(texts: list[str]) -> list[str]:
-            model, out = await self._submit(route, texts, source, request, priority=priority, deadline=deadline)
+            if degradation.cache_only(priority):
+                raise Overloaded("degraded to cache and TM only for batch traffic; retry off-peak",
+                                 retry_after_s=self.settings.resilience.ladder.min_dwell_s)
+            model, out = await self._submit(route, texts, source, request, priority=priority, deadline=deadline,
+                                            beam_cap=degradation.beam_cap)
             used.append(model)
             return out
 
-        served = await self._reuse.serve([s.text for s in shields], scope, engine)
+        try:
+            with self._guard.queued(priority):
+                served = await self._reuse.serve([s.text for s in shields], scope, engine)
+        except (Rejected, BackendError):
+            self._guard.record(good=False)
+            raise
+        self._guard.record(good=True)
         model = used[-1] if used else route.chain[0]
         translations = tuple(
             Translation(unshield(s.text, sh), source, model, route.tier, s.origin, s.score)
             for s, sh in zip(served, shields, strict=True)
         )
-        return TranslateResult(translations, characters)
+        return TranslateResult(translations, characters, degradation.header)
+
+    def _route(self, request: TranslateRequest, principal: Principal, source: str, degradation: Degradation) -> Route:
+        """The router's pick, moved by the ladder: the light tier at L3 (pinned tenants excepted), int8 at L2."""
+        if degradation.tier_override is not None and request.model is None and not principal.pinned:
+            request = dataclasses.replace(request, tier=degradation.tier_for(request.tier or "", pinned=False))
+        route = self._router.route(request, principal, source)
+        chain = map_chain(route.chain, degradation, self._twins)
+        return dataclasses.replace(route, model=chain[0], chain=chain)
 
     def _shield(self, request: TranslateRequest, principal: Principal, source: str) -> list[Shielded]:
         """PII out and glossary terms protected before anything is cached, stored, logged or translated."""
@@ -211,7 +239,7 @@ class Service:
         return {name: self._health(name) for name in self._backends}
 
     def _health(self, model: str) -> Health:
-        if model not in self._started:
+        if model not in self._started or self._guard.breakers.is_open(model):
             return Health.DOWN
         return self._backends[model].health()
 
@@ -252,13 +280,14 @@ class Service:
 
     async def _submit(
         self, route: Route, segments: list[str], source: str, request: TranslateRequest, *,
-        priority: PriorityClass, deadline: float,
+        priority: PriorityClass, deadline: float, beam_cap: int | None = None,
     ) -> tuple[str, list[str]]:
         last: PeakgateError | None = None
         for model in route.chain:
             try:
                 texts = await self._scheduler.submit(
-                    model, segments, source, request.target, priority, deadline, request.split_sentences
+                    model, segments, source, request.target, priority, deadline, request.split_sentences,
+                    beam_cap=beam_cap,
                 )
             except (BackendError, Overloaded) as exc:
                 self.metrics.fallbacks.labels(tier=route.tier, model=model).inc()

@@ -54,4 +54,4 @@ class KeyRing:
         config = self.config(key)
         if config is None:
             raise Unauthorized("unknown API key")
-        return Principal(key=config.key, tenant=config.tenant, priority=config.priority_class)
+        return Principal(key=config.key, tenant=config.tenant, priority=config.priority_class, pinned=config.pinned)

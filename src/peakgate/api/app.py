@@ -20,6 +20,7 @@ from peakgate.api.glossaries import GlossaryService, glossary_operations
 from peakgate.api.libre import libre_operations
 from peakgate.api.native import native_operations
 from peakgate.api.openapi import openapi_document
+from peakgate.api.stream import stream_routes
 
 _LIBRE_PATHS = frozenset({"/translate", "/detect", "/languages"})
 
@@ -39,7 +40,7 @@ def create_app(service: Platform, *, lifespan: Lifespan[Starlette] | None = None
     ]
     document = msgspec.json.encode(openapi_document(operations))  # built once: the routes are fixed
     return Starlette(
-        routes=[to_route(op, service.metrics) for op in operations],
+        routes=[*(to_route(op, service.metrics) for op in operations), *stream_routes(service)],
         exception_handlers={HTTPException: _routing_error},
         lifespan=lifespan,
     )

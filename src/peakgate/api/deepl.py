@@ -17,9 +17,8 @@ from starlette.responses import Response
 from peakgate.api.auth import header_key
 from peakgate.api.bodies import BodyParser, as_segments, json_response, max_body_bytes, source_or_detect
 from peakgate.api.contract import TranslationService
-from peakgate.api.endpoint import Operation, set_tier
+from peakgate.api.endpoint import Operation, set_served
 from peakgate.api.errors import DEEPL
-from peakgate.api.native import served_tier
 from peakgate.domain import Principal, TranslateRequest
 from peakgate.errors import BadRequest
 
@@ -118,7 +117,7 @@ def deepl_operations(service: TranslationService) -> list[Operation]:
     async def translate(request: Request) -> Response:
         body = await translate_parser.parse(request)
         result = await service.translate(_to_domain(body), authenticate(request, body))
-        set_tier(request, served_tier(result))
+        set_served(request, result)
         segments = as_segments(body.text)
         # Billed per translation as its source length, which is how the service bills the total.
         return json_response(TranslateReply([

@@ -3,7 +3,8 @@
 Handlers stay thin (parse → service → serialize) and raise `PeakgateError`s; the wrapper turns those into
 the operation's dialect and records `requests` / `request_latency` under the route template, so label
 cardinality is bounded by the route table. A translate handler records the tier that served it with
-`set_tier`; every other request is labelled `NO_TIER`.
+`set_served`; every other request is labelled `NO_TIER`. A result served degraded carries the ladder's
+level in the `X-Peakgate-Degraded` header, whatever the dialect.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from peakgate.api.errors import Dialect, error_response
+from peakgate.domain import TranslateResult
 from peakgate.errors import PeakgateError
 from peakgate.observe.metrics import Metrics
 
@@ -41,8 +43,12 @@ class Operation:
     auth: bool = False
 
 
-def set_tier(request: Request, tier: str) -> None:
-    request.state.tier = tier
+DEGRADED_HEADER = "X-Peakgate-Degraded"
+
+
+def set_served(request: Request, result: TranslateResult) -> None:
+    request.state.tier = result.translations[0].tier if result.translations else NO_TIER
+    request.state.degraded = result.degraded
 
 
 def to_route(operation: Operation, metrics: Metrics) -> Route:
@@ -56,6 +62,9 @@ def to_route(operation: Operation, metrics: Metrics) -> Route:
             _log.exception("unhandled error serving %s", operation.path)
             response = error_response(operation.dialect, PeakgateError("internal server error"))
         tier = str(getattr(request.state, "tier", NO_TIER))
+        degraded = getattr(request.state, "degraded", None)
+        if degraded:
+            response.headers[DEGRADED_HEADER] = str(degraded)
         metrics.requests.labels(endpoint=operation.path, tier=tier, status=str(response.status_code)).inc()
         metrics.request_latency.labels(endpoint=operation.path, tier=tier).observe(time.perf_counter() - started)
         return response

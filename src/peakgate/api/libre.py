@@ -13,9 +13,9 @@ from starlette.responses import Response
 from peakgate.api.auth import header_key
 from peakgate.api.bodies import BodyParser, as_segments, json_response, max_body_bytes, source_or_detect
 from peakgate.api.contract import TranslationService
-from peakgate.api.endpoint import Operation, set_tier
+from peakgate.api.endpoint import Operation, set_served
 from peakgate.api.errors import LIBRE
-from peakgate.api.native import LanguageOut, language_list, served_tier
+from peakgate.api.native import LanguageOut, language_list
 from peakgate.domain import Principal, TranslateRequest
 
 
@@ -68,7 +68,7 @@ def libre_operations(service: TranslationService) -> list[Operation]:
         segments = as_segments(body.q)
         job = TranslateRequest(segments=segments, source=source, target=body.target.strip().lower())
         result = await service.translate(job, authenticate(request, body))
-        set_tier(request, served_tier(result))
+        set_served(request, result)
         texts = [t.text for t in result.translations]
         found = None if source is not None else [
             detected(s, t.detected_source) for s, t in zip(segments, result.translations, strict=True)

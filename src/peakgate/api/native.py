@@ -12,9 +12,9 @@ from starlette.responses import Response
 from peakgate.api.auth import header_key
 from peakgate.api.bodies import BodyParser, as_segments, json_response, max_body_bytes, source_or_detect
 from peakgate.api.contract import TranslationService
-from peakgate.api.endpoint import NO_TIER, Operation, set_tier
+from peakgate.api.endpoint import Operation, set_served
 from peakgate.api.errors import NATIVE
-from peakgate.domain import TranslateRequest, TranslateResult
+from peakgate.domain import TranslateRequest
 from peakgate.errors import BadRequest
 
 
@@ -69,10 +69,6 @@ class Status(msgspec.Struct):
     status: str
 
 
-def served_tier(result: TranslateResult) -> str:
-    return result.translations[0].tier if result.translations else NO_TIER
-
-
 def language_list(service: TranslationService) -> list[LanguageOut]:
     return [LanguageOut(lang.code, lang.name, list(lang.targets)) for lang in service.languages()]
 
@@ -98,7 +94,7 @@ def native_operations(service: TranslationService) -> list[Operation]:
     async def translate(request: Request) -> Response:
         principal = service.authenticate(header_key(request, "Bearer"))
         result = await service.translate(_to_domain(await parser.parse(request)), principal)
-        set_tier(request, served_tier(result))
+        set_served(request, result)
         translations = [TranslationOut(t.text, t.detected_source, t.model, t.tier, t.origin, t.tm_score)
                         for t in result.translations]
         return json_response(TranslateReply(translations, result.billed_characters))

@@ -39,6 +39,13 @@ class Metrics:
             "peakgate_segments_served_total", "Segments by what served them: engine, cache, tm_exact, tm_repaired",
             ["origin"], registry=r,
         )
+        self.breaker_state = Gauge("peakgate_breaker_state", "Circuit breaker per model: 0 closed, 1 half-open, 2 open",
+                                   ["model"], registry=r)
+        self.breaker_transitions = Counter("peakgate_breaker_transitions_total", "Breaker state changes",
+                                           ["model", "to"], registry=r)
+        self.degradation_level = Gauge("peakgate_degradation_level",
+                                       "Degradation ladder: 0 normal, 1 features off, 2 int8, 3 tiny, 4 cache-only "
+                                       "batch", registry=r)
         self.fallbacks = Counter("peakgate_fallbacks_total", "Requests routed past an unhealthy model",
                                  ["tier", "model"], registry=r)
 

@@ -140,6 +140,11 @@ class LadderConfig(_Frozen):
 
 
 class ResilienceConfig(_Frozen):
+    # The SLO the ladder defends: this share of requests answered within their class deadline, measured over
+    # `slo_window_s`; burn rate 1.0 spends the error budget exactly, the ladder climbs at `burn_rate_enter`.
+    slo_target: float = Field(default=0.99, gt=0, lt=1)
+    slo_window_s: float = Field(default=60.0, gt=0)
+    slo_min_requests: int = Field(default=20, ge=1)
     breaker: BreakerConfig = BreakerConfig()
     outlier: OutlierConfig = OutlierConfig()
     retry: RetryBudgetConfig = RetryBudgetConfig()

@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -67,7 +66,9 @@ def predicted_wait_ms(ctx: ShedContext, cls: PriorityClass) -> float:
     if ahead == 0:
         return observed
     if ctx.drain_per_s <= 0:
-        return math.inf
+        # Nothing completed in the drain window (cold start, or after idling): no rate to divide by, and
+        # shedding on a guess would refuse the first burst; the observed waits are the evidence there is.
+        return observed
     return max(observed, ahead / ctx.drain_per_s * 1000.0)
 
 

@@ -10,6 +10,7 @@ from peakgate.clock import Clock
 from peakgate.config import BatcherConfig
 from peakgate.errors import BackendError, EngineTimeout, PeakgateError, Unavailable
 from peakgate.observe.metrics import Metrics
+from peakgate.resilience.breaker import CircuitBreaker, FailureKind
 from peakgate.scheduling.batcher import BatchPlan, Wait, plan
 from peakgate.scheduling.queue import RequestQueue, WorkItem, expired_error
 from peakgate.scheduling.timing import wait_any
@@ -51,8 +52,10 @@ class Executor:
         *,
         concurrency: int = 1,
         batch_timeout_s: float | None = None,
+        breaker: CircuitBreaker | None = None,
     ) -> None:
         self._queue = queue
+        self._breaker = breaker
         self._backend = backend
         self._config = config
         self._clock = clock
@@ -113,22 +116,41 @@ class Executor:
 
     async def _run(self, batch: BatchPlan) -> None:
         started = self._clock.now()
+        if self._breaker is not None and not self._breaker.allow():
+            # Open circuit: fail fast so callers fall back along their tier instead of waiting on a bad engine.
+            retry = self._breaker.retry_after_s()
+            self._fail(batch.items, Unavailable(f"{self._model} circuit is open; retry in {retry:.1f}s",
+                                                retry_after_s=retry))
+            return
         self._observe_start(batch, started)
         try:
             outputs = await self._call(batch, self._give_up_at(batch, started))
         except PeakgateError as exc:
             self._metrics.backend_errors.labels(self._model, exc.code).inc()
+            self._record(exc)
             self._fail(batch.items, exc)
         except asyncio.CancelledError:
             self._fail(batch.items, Unavailable(f"scheduler for {self._model!r} closed while the batch was running"))
             raise
         else:
+            if self._breaker is not None:
+                self._breaker.record_success(self._clock.now() - started)
             for item, output in zip(batch.items, outputs, strict=True):
                 item.resolve(output)
         finally:
             elapsed = max(0.0, self._clock.now() - started)
             self._metrics.model_busy.labels(self._model).inc(elapsed)
             self._queue.drain.record(len(batch.items), elapsed)
+
+    def _record(self, error: PeakgateError) -> None:
+        if self._breaker is None:
+            return
+        if isinstance(error, EngineTimeout):
+            self._breaker.record_failure(FailureKind.TIMEOUT)
+        elif isinstance(error, BackendError):
+            self._breaker.record_failure(FailureKind.ERROR)
+        else:
+            self._breaker.record_ignored()  # not the engine's fault (e.g. a bad request)
 
     def _observe_start(self, batch: BatchPlan, now: float) -> None:
         self._metrics.batch_size.labels(self._model).observe(len(batch.items))

@@ -146,6 +146,11 @@ class DrainRate:
         if items > 0 and seconds >= 0:
             self._s_per_item += self._alpha * (seconds / items - self._s_per_item)
 
+    @property
+    def items_per_s(self) -> float:
+        """Capacity while busy (measured on batch time only, so a quiet period does not read as slowness)."""
+        return self._workers / max(self._s_per_item, 1e-6)
+
     def retry_after_s(self, backlog: int) -> float:
         return max(_MIN_RETRY_AFTER_S, backlog * self._s_per_item / self._workers)
 

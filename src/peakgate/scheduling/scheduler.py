@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -10,6 +11,7 @@ from peakgate.clock import Clock
 from peakgate.config import PRIORITY_ORDER, BatcherConfig, ClassConfig, PriorityClass
 from peakgate.errors import ConfigError, DeadlineExceeded, Unavailable, UnknownModel
 from peakgate.observe.metrics import Metrics
+from peakgate.resilience.breaker import Breakers, CircuitBreaker
 from peakgate.scheduling import split
 from peakgate.scheduling.coalesce import Coalescer, normalize
 from peakgate.scheduling.executor import Executor
@@ -41,6 +43,7 @@ class Scheduler:
         concurrency: int | Mapping[str, int] = 1,
         *,
         batch_timeout_s: float | None = None,
+        breakers: Breakers | None = None,
     ) -> None:
         missing = [name for name in PRIORITY_ORDER if name not in classes]
         if missing:
@@ -58,6 +61,7 @@ class Scheduler:
             model: _lane(
                 model, backend, batcher=batcher, clock=clock, metrics=metrics,
                 concurrency=workers[model], batch_timeout_s=batch_timeout_s,
+                breaker=breakers.get(model) if breakers is not None else None,
             )
             for model, backend in backends.items()
         }
@@ -88,6 +92,8 @@ class Scheduler:
         priority: PriorityClass,
         deadline: float,
         split_sentences: bool = True,
+        *,
+        beam_cap: int | None = None,
     ) -> list[str]:
         """Translate `segments` in order before `deadline` (absolute clock time).
 
@@ -104,7 +110,10 @@ class Scheduler:
         splitter = split.split_sentences if split_sentences else split.keep_whole
         pieces = [splitter(segment) for segment in segments]
         texts = [normalize(sentence) for piece in pieces for sentence in piece.sentences]
-        key = BatchKey(source, target, self._options[priority])
+        options = self._options[priority]
+        if beam_cap is not None and options.beam_size > beam_cap:  # degraded: cheaper decoding
+            options = dataclasses.replace(options, beam_size=beam_cap)
+        key = BatchKey(source, target, options)
         items = lane.coalescer.acquire(texts, key, priority, deadline, now)
         lane.executor.notify()
         try:
@@ -125,6 +134,14 @@ class Scheduler:
                 return True
         return False
 
+    def service_time_s(self, model: str, segments: int) -> float:
+        """Engine time for `segments` at the measured drain rate (one worker's share)."""
+        return segments * self._get(model).queue.drain.s_per_item
+
+    def capacity_per_s(self, model: str) -> float:
+        """Sentences per second `model` completes while busy, all workers together."""
+        return self._get(model).queue.drain.items_per_s
+
     def oldest_wait_s(self, model: str) -> float:
         oldest = self._get(model).queue.oldest_enqueued_at()
         return 0.0 if oldest is None else max(0.0, self._clock.now() - oldest)
@@ -138,7 +155,7 @@ class Scheduler:
 
 def _lane(
     model: str, backend: Backend, *, batcher: BatcherConfig, clock: Clock, metrics: Metrics,
-    concurrency: int, batch_timeout_s: float | None,
+    concurrency: int, batch_timeout_s: float | None, breaker: CircuitBreaker | None,
 ) -> _Lane:
     queue = RequestQueue(
         model, batcher.max_queue_len, workers=concurrency,
@@ -146,7 +163,8 @@ def _lane(
         on_drop=lambda reason, n: metrics.dropped.labels(model, reason).inc(n),
     )
     executor = Executor(
-        queue, backend, batcher, clock, metrics, concurrency=concurrency, batch_timeout_s=batch_timeout_s
+        queue, backend, batcher, clock, metrics, concurrency=concurrency, batch_timeout_s=batch_timeout_s,
+        breaker=breaker,
     )
     return _Lane(queue, Coalescer(queue, metrics), executor)
 

@@ -66,10 +66,17 @@ def test_observed_wait_counts_when_queue_math_is_optimistic() -> None:
     assert decide(ctx).shed
 
 
-def test_no_drain_with_backlog_sheds_lower_classes_at_max_retry_after() -> None:
-    decision = decide(_ctx("batch", {"batch": 1}, drain_per_s=0.0))
+def test_no_drain_rate_yet_judges_by_the_observed_waits() -> None:
+    # Cold start: work in flight but nothing completed yet is no reason to shed...
+    assert not decide(_ctx("batch", {"interactive": 40, "batch": 5}, drain_per_s=0.0)).shed
+    # ...a stuck engine is: its oldest request's wait keeps growing past the budgets.
+    ctx = _ctx("batch", {"interactive": 40}, drain_per_s=0.0)
+    stuck = dict(ctx.classes)
+    stuck["interactive"] = ClassLoad(40, oldest_wait_ms=2_000.0, ewma_wait_ms=0.0, max_queue_wait_ms=500,
+                                     deadline_ms=3e3)
+    decision = decide(ShedContext("batch", 50.0, stuck, 0.0, CFG))
     assert decision.shed
-    assert decision.retry_after_s == CFG.max_retry_after_s
+    assert decision.retry_after_s is not None and decision.retry_after_s >= CFG.min_retry_after_s
 
 
 def test_retry_after_is_monotone_in_backlog_and_never_zero() -> None:

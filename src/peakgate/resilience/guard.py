@@ -1,0 +1,98 @@
+"""The overload mechanism the service owns: priority shedding at the door, SLO tracking, the degradation ladder.
+
+The policies (`shedding.decide`, `degrade.decide`) are pure; this object feeds them readings, acts on their
+decisions and exports what they decided. The ladder ticks in a background task, never on the request path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from collections.abc import Iterator, Mapping
+
+from peakgate.clock import Clock
+from peakgate.config import PRIORITY_ORDER, ClassConfig, PriorityClass
+from peakgate.observe.metrics import Metrics
+from peakgate.resilience import shedding
+from peakgate.resilience.breaker import Breakers, Transition
+from peakgate.resilience.degrade import Degradation, Ladder, Level
+from peakgate.resilience.load import LoadTracker
+from peakgate.resilience.settings import ResilienceConfig
+from peakgate.resilience.window import TimeWindow
+
+_STATE_VALUE = {"closed": 0.0, "half_open": 1.0, "open": 2.0}
+
+
+class OverloadGuard:
+    def __init__(
+        self, config: ResilienceConfig, classes: Mapping[PriorityClass, ClassConfig], clock: Clock, metrics: Metrics
+    ) -> None:
+        self._config = config
+        self._classes = classes
+        self._clock = clock
+        self._metrics = metrics
+        self.tracker = LoadTracker(clock)
+        self.breakers = Breakers(config.breaker, clock, on_transition=self._breaker_moved)
+        self.ladder = Ladder(config.ladder, clock, on_change=self._level_moved)
+        self._slo = TimeWindow(config.slo_window_s)
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def degradation(self) -> Degradation:
+        return self.ladder.degradation
+
+    def admit(self, priority: PriorityClass, service_time_ms: float, capacity_per_s: float) -> None:
+        """Raise the shed decision's `RateLimited`/`Overloaded` (with Retry-After) when this class must wait out.
+
+        `capacity_per_s` is the serving model's measured rate while busy: the tracker's own completion rate
+        counts arrivals too, so after a quiet spell it would read a fast engine as a slow one and shed a burst.
+        """
+        ctx = self.tracker.context(priority, service_time_ms, self._classes, self._config.shedding)
+        decision = shedding.decide(dataclasses.replace(ctx, drain_per_s=max(ctx.drain_per_s, capacity_per_s)))
+        if decision.shed:
+            self._metrics.rejected.labels("shed", priority).inc()
+            self.record(good=False)
+            raise decision.error()
+
+    @contextlib.contextmanager
+    def queued(self, priority: PriorityClass) -> Iterator[None]:
+        """Count one request as waiting in its class while the engines work on it."""
+        token = self.tracker.enqueued(priority)
+        served = False
+        try:
+            yield
+            served = True
+        finally:
+            self.tracker.dequeued(priority, token, served=served)
+            if served:
+                self.tracker.completed()
+
+    def record(self, *, good: bool) -> None:
+        """One request's outcome against the SLO (answered within its deadline, or not)."""
+        self._slo.add(self._clock.now(), failed=not good)
+
+    def signals(self) -> tuple[float, float]:
+        """(SLO burn rate, interactive queue wait in ms) for the ladder: burn 1.0 spends the budget exactly."""
+        counts = self._slo.counts(self._clock.now())
+        budget = max(1e-9, 1.0 - self._config.slo_target)
+        burn = counts.failure_rate / budget if counts.total >= self._config.slo_min_requests else 0.0
+        top = self.tracker.load(PRIORITY_ORDER[0], self._classes[PRIORITY_ORDER[0]])
+        return burn, max(top.ewma_wait_ms, top.oldest_wait_ms)
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self.ladder.run(self.signals), name="peakgate-degradation-ladder")
+
+    async def close(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    def _breaker_moved(self, moved: Transition) -> None:
+        self._metrics.breaker_state.labels(moved.name).set(_STATE_VALUE.get(str(moved.new), 0.0))
+        self._metrics.breaker_transitions.labels(moved.name, str(moved.new)).inc()
+
+    def _level_moved(self, _old: Level, new: Level) -> None:
+        self._metrics.degradation_level.set(int(new))

@@ -1,0 +1,53 @@
+"""Smoke test for bench/overload.py on the echo engine, tiny sizes; the naive server (student model) is skipped."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from bench import overload
+from bench._common import default_dev_path, load_dev
+from bench._http import TIMEOUT, OpenLoopResult, Outcome
+
+DEV = default_dev_path()
+
+
+def test_workload_follows_the_mix_and_makes_texts_distinct() -> None:
+    probes = overload.workload([f"Sentence {i}." for i in range(20)], 300, seed=5)
+    assert probes == overload.workload([f"Sentence {i}." for i in range(20)], 300, seed=5)
+    counts = Counter(p.klass for p in probes)
+    assert set(counts) == {"interactive", "document", "batch"} and counts["batch"] > counts["interactive"]
+    assert all(p.segments == 1 for p in probes if p.klass == "interactive")
+    assert all(5 <= p.segments <= 10 for p in probes if p.klass == "document")
+    assert all(p.segments == 8 for p in probes if p.klass == "batch")
+    assert all(p.timeout_s == overload.DEFAULT_DEADLINES_S[p.klass] + 0.5 for p in probes)
+
+
+def test_tally_sorts_outcomes_into_accepted_rejected_and_lost() -> None:
+    probes = overload.workload(["a", "b", "c"], 6, mix={"interactive": 1.0}, seed=1)
+    outcomes = [
+        Outcome("interactive", 200, 1, 0.0, 0.1),
+        Outcome("interactive", 429, 1, 0.0, 0.01, retry_after=True),
+        Outcome("interactive", 503, 1, 0.0, 0.01, retry_after=False),
+        Outcome("interactive", 504, 1, 0.0, 3.0),
+        Outcome("interactive", TIMEOUT, 1, 0.0, 3.5),
+        Outcome("interactive", 200, 1, 0.0, 9.0),  # answered after the window: not goodput
+    ]
+    stats = overload.tally(OpenLoopResult(outcomes, 7, 1, 2.0, 0.0, 0.0), probes)
+    s = stats.classes["interactive"]
+    assert (s.offered, s.accepted, s.rejected, s.rejected_no_retry_after) == (7, 2, 1, 1)
+    assert s.errors == Counter({504: 1}) and s.lost == 1 and s.not_sent == 1
+    assert stats.goodput_sps == 0.5 and stats.accepted_segments_total == 2
+
+
+@pytest.mark.skipif(not DEV.is_file(), reason=f"dev set {DEV} is missing")
+def test_overload_bench_runs_on_the_echo_engine() -> None:
+    sentences = [r.en for r in load_dev(DEV, limit=60)]
+    args = overload.parser().parse_args(["--no-naive", "--load", "1.5", "--duration", "1.5", "--capacity-s", "1",
+                                         "--clients", "4", "--unloaded-requests", "20"])
+    lines = overload.run(overload.ECHO_CONFIG, sentences, args)
+    text = "\n".join(lines)
+    assert "peakgate: capacity" in text and "unloaded interactive" in text and "open loop" in text
+    assert "goodput / peakgate capacity" in text and "peakgate goals:" in text
+    assert "naive" not in text

@@ -140,6 +140,11 @@ def _spawn(work: Coroutine[Any, Any, TranslateResult]) -> asyncio.Task[Translate
     return task
 
 
+def _settled(final: asyncio.Task[TranslateResult]) -> bool:
+    """The final answered, or the request was refused: either way a partial has nothing left to add."""
+    return final.done() and (final.exception() is None or isinstance(final.exception(), _REFUSALS))
+
+
 async def _within(task: asyncio.Task[TranslateResult], until: float) -> TranslateResult:
     remaining = max(0.0, until - asyncio.get_running_loop().time())
     done, _ = await asyncio.wait({task}, timeout=remaining)
@@ -186,7 +191,7 @@ class Race:
                     task.cancel()  # a no-op once done; else the client left or we stopped waiting
 
     def _start_fast(self, final: asyncio.Task[TranslateResult]) -> asyncio.Task[TranslateResult] | None:
-        if self._plan.fast is None or final.done() or not isinstance(self._service, TrustedRunner):
+        if self._plan.fast is None or not isinstance(self._service, TrustedRunner) or _settled(final):
             return None
         request = replace(self._request, tier=self._plan.fast)
         return _spawn(self._service.run(request, self._principal, self._priority))
@@ -199,7 +204,7 @@ class Race:
         remaining = max(0.0, self._until - asyncio.get_running_loop().time())
         await asyncio.wait({fast, final}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
         if not fast.done():
-            if not final.done() or final.exception() is None or isinstance(final.exception(), _REFUSALS):
+            if not final.done() or _settled(final):
                 return None  # the final is here (or refused, or the guard ran out): no partial
             # The higher tier failed: wait for the partial, which the final will then degrade to.
             await asyncio.wait({fast}, timeout=max(0.0, self._until - asyncio.get_running_loop().time()))

@@ -35,6 +35,7 @@ class FakeService:
     is_ready: bool = True
     character_count: int = 0
     character_limit: int = 500_000
+    degraded: str | None = None  # the ladder level results report
     requests: list[TranslateRequest] = field(default_factory=list)
     corrections: list[tuple[str, str, str, str, str]] = field(default_factory=list)
     glossaries: GlossaryStore = field(default_factory=lambda: build_glossary_store("memory"))
@@ -76,7 +77,7 @@ class FakeService:
         tier = request.tier or "medium"
         translations = tuple(Translation(s.upper(), source, f"fake-{source}-{request.target}", tier)
                              for s in request.segments)
-        return TranslateResult(translations, sum(len(s) for s in request.segments))
+        return TranslateResult(translations, sum(len(s) for s in request.segments), self.degraded)
 
     def detect(self, text: str) -> list[tuple[str, float]]:
         # Spanish when it looks Spanish, else English: enough to tell detection happened.

@@ -177,3 +177,17 @@ def test_corrections_go_to_the_callers_memory() -> None:
     assert service.corrections == [("test", "en", "es", "Save", "Guardar")]
     missing = client(service).post("/v1/memory", json={"source": "Save"}, headers=AUTH)
     assert missing.status_code == 400
+
+
+@pytest.mark.parametrize(("path", "body", "headers"), [
+    ("/v1/translate", {"segments": ["a"], "target": "es"}, AUTH),
+    ("/v2/translate", {"text": ["a"], "target_lang": "ES"}, {"Authorization": f"DeepL-Auth-Key {GOOD_KEY}"}),
+    ("/translate", {"q": "a", "source": "en", "target": "es", "api_key": GOOD_KEY}, {}),
+])
+def test_degraded_results_say_so_in_every_dialect(path: str, body: dict[str, object],
+                                                  headers: dict[str, str]) -> None:
+    reply = client(FakeService(degraded="L2")).post(path, json=body, headers=headers)
+    assert reply.status_code == 200
+    assert reply.headers["X-Peakgate-Degraded"] == "L2"
+    normal = client(FakeService()).post(path, json=body, headers=headers)
+    assert "X-Peakgate-Degraded" not in normal.headers

@@ -1,0 +1,145 @@
+"""Service resilience on fake engines and a FakeClock: breakers, the degradation ladder, priority shedding."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import pytest
+
+from peakgate.backends.base import DecodeOptions
+from peakgate.backends.echo_backend import EchoBackend
+from peakgate.clock import FakeClock
+from peakgate.config import BatcherConfig, KeyConfig, ModelConfig, Settings
+from peakgate.domain import TranslateRequest
+from peakgate.errors import EngineCrashed, Overloaded, Rejected
+from peakgate.resilience.degrade import Level
+from peakgate.service import Service
+
+FP32, INT8, TINY = "m-fp32", "m-int8", "tiny-rules"
+RESILIENCE = {
+    "breaker": {"window_kind": "count", "window_size": 4, "min_requests": 4, "open_s": 5.0, "max_open_s": 5.0,
+                "half_open_probes": 1},
+    "ladder": {"enter_for_s": 0.0, "exit_for_s": 0.0, "min_dwell_s": 0.0, "tick_s": 3600.0},
+}
+
+
+class Flaky(EchoBackend):
+    """Fails while `broken`; counts the calls that reached it."""
+
+    broken = True
+
+    def __init__(self, name: str, pairs: list[tuple[str, str]]) -> None:
+        super().__init__(name, pairs)
+        self.calls = 0
+
+    async def translate_batch(
+        self, segments: Sequence[str], source: str, target: str, options: DecodeOptions
+    ) -> list[str]:
+        self.calls += 1
+        if self.broken:
+            raise EngineCrashed(f"{self.name} crashed")
+        return await super().translate_batch(segments, source, target, options)
+
+
+class Held(EchoBackend):
+    """Holds every batch until `gate` is set: a saturated engine."""
+
+    def __init__(self, name: str, pairs: list[tuple[str, str]]) -> None:
+        super().__init__(name, pairs)
+        self.gate = asyncio.Event()
+
+    async def translate_batch(
+        self, segments: Sequence[str], source: str, target: str, options: DecodeOptions
+    ) -> list[str]:
+        await self.gate.wait()
+        return await super().translate_batch(segments, source, target, options)
+
+
+def settings() -> Settings:
+    models = tuple(ModelConfig(name=n, engine="echo", source="en", target="es") for n in (FP32, INT8, TINY))
+    return Settings.model_validate({
+        "models": models, "tiers": {"large": (FP32, INT8), "medium": (INT8,), "tiny": (TINY,)},
+        "default_tier": "large", "batcher": BatcherConfig(max_queue_delay_ms=0.0), "resilience": RESILIENCE,
+        "keys": [KeyConfig(key="pinned", tenant="vip", pinned=True), KeyConfig(key="plain", tenant="acme")],
+        "tm": {"enabled": False},
+    })
+
+
+async def start(**backends: EchoBackend) -> tuple[Service, FakeClock]:
+    clock = FakeClock()
+    made = {n: backends.get(n, EchoBackend(n, [("en", "es")])) for n in (FP32, INT8, TINY)}
+    service = Service(settings(), clock=clock, backends=made)
+    await service.start()
+    return service, clock
+
+
+def req(text: str, **kw: object) -> TranslateRequest:
+    return TranslateRequest((text,), "en", "es", **kw)  # type: ignore[arg-type]
+
+
+async def test_breaker_opens_on_errors_routes_around_and_closes_after_a_probe() -> None:
+    flaky = Flaky(FP32, [("en", "es")])
+    service, clock = await start(**{FP32: flaky})
+    who = service.authenticate("plain")
+    try:
+        for i in range(4):  # each fails on fp32 and falls back to int8
+            assert (await service.translate(req(f"t{i}"), who)).translations[0].model == INT8
+        assert service.metrics.registry.get_sample_value("peakgate_breaker_state", {"model": FP32}) == 2.0
+        calls = flaky.calls
+        assert (await service.translate(req("while open"), who)).translations[0].model == INT8
+        assert flaky.calls == calls  # open: the router skipped it, the engine saw nothing
+        flaky.broken = False
+        clock.advance(5.1)  # open_s passed: half-open lets one probe through, which succeeds and closes it
+        assert (await service.translate(req("probe"), who)).translations[0].model == FP32
+        assert service.metrics.registry.get_sample_value("peakgate_breaker_state", {"model": FP32}) == 0.0
+    finally:
+        await service.close()
+
+
+async def test_ladder_levels_reach_routing_and_say_so() -> None:
+    service, _clock = await start()
+    plain, vip = service.authenticate("plain"), service.authenticate("pinned")
+    ladder = service._guard.ladder  # noqa: SLF001 - drive the ladder's signals directly
+    try:
+        assert (await service.translate(req("a"), plain)).degraded is None
+        assert ladder.tick(100.0, 0.0) is Level.L1
+        assert ladder.tick(100.0, 0.0) is Level.L2
+        l2 = await service.translate(req("b"), plain)
+        assert (l2.degraded, l2.translations[0].model) == ("L2", INT8)  # fp32 replaced by its int8 twin
+        assert ladder.tick(100.0, 0.0) is Level.L3
+        l3 = await service.translate(req("c"), plain)
+        assert (l3.degraded, l3.translations[0].tier) == ("L3", "tiny")
+        assert (await service.translate(req("d"), vip)).translations[0].tier == "large"  # pinned keeps its tier
+        assert ladder.tick(100.0, 0.0) is Level.CACHE_ONLY
+        with pytest.raises(Overloaded, match="cache and TM only"):
+            await service.translate(req("new batch text", priority="batch"), plain)
+        cached = await service.translate(req("c", priority="batch"), plain)  # batch still gets what is cached
+        assert (cached.translations[0].origin, cached.degraded) == ("cache", "CACHE_ONLY")
+        for _ in range(4):
+            ladder.tick(0.0, 0.0)
+        assert ladder.level is Level.NORMAL
+        assert service.metrics.registry.get_sample_value("peakgate_degradation_level") == 0.0
+    finally:
+        await service.close()
+
+
+async def test_batch_is_shed_with_retry_after_while_interactive_waits() -> None:
+    held = Held(FP32, [("en", "es")])
+    service, clock = await start(**{FP32: held})
+    who = service.authenticate("plain")
+    try:
+        waiting = [asyncio.create_task(service.translate(req(f"i{i}"), who)) for i in range(20)]
+        await asyncio.sleep(0)
+        for _ in range(5):
+            await asyncio.sleep(0)
+        clock.advance(0.4)  # interactive has waited 400 ms of its 500 ms budget: protect it
+        with pytest.raises(Rejected) as shed:
+            await service.translate(req("bulk", priority="batch"), who)
+        assert shed.value.retry_after_s is not None and shed.value.retry_after_s >= 1.0
+        labels = {"reason": "shed", "priority": "batch"}
+        assert service.metrics.registry.get_sample_value("peakgate_rejected_total", labels) == 1.0
+        held.gate.set()
+        assert all(r.translations for r in await asyncio.gather(*waiting))  # the interactive ones all finish
+    finally:
+        await service.close()

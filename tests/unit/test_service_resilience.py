@@ -100,7 +100,7 @@ async def test_breaker_opens_on_errors_routes_around_and_closes_after_a_probe() 
 async def test_ladder_levels_reach_routing_and_say_so() -> None:
     service, _clock = await start()
     plain, vip = service.authenticate("plain"), service.authenticate("pinned")
-    ladder = service._guard.ladder  # noqa: SLF001 - drive the ladder's signals directly
+    ladder = service._guard.ladder
     try:
         assert (await service.translate(req("a"), plain)).degraded is None
         assert ladder.tick(100.0, 0.0) is Level.L1

@@ -208,6 +208,7 @@ class Outcome:
     done_at: float
     retry_after: bool = False
     payload: bytes | None = None
+    retry_after_s: float | None = None  # the Retry-After header's value (seconds form), when sent
 
     @property
     def latency_s(self) -> float:
@@ -257,8 +258,14 @@ async def _timed(connection: _Connection, path: str, probe: Probe, sent_at: floa
     except (ConnectionError, OSError, asyncio.IncompleteReadError, ValueError, IndexError):
         await _reset(connection)
         return Outcome(probe.klass, CONN_ERROR, probe.segments, sent_at, time.perf_counter())
+    retry_after = headers.get(b"retry-after")
+    seconds = None
+    if retry_after is not None:
+        with contextlib.suppress(ValueError):
+            seconds = float(retry_after)
     return Outcome(probe.klass, status, probe.segments, sent_at, time.perf_counter(),
-                   retry_after=b"retry-after" in headers, payload=payload if keep_payload else None)
+                   retry_after=retry_after is not None, payload=payload if keep_payload else None,
+                   retry_after_s=seconds)
 
 
 async def _reset(connection: _Connection) -> None:
@@ -274,11 +281,13 @@ def _host_port(url: str) -> tuple[str, int]:
 
 async def closed_loop_outcomes(
     url: str, probes: Sequence[Probe], concurrency: int, *, path: str = "/v1/translate",
-    duration_s: float | None = None, keep_payload: bool = False,
+    duration_s: float | None = None, keep_payload: bool = False, retry_rejected_s: float | None = None,
 ) -> tuple[list[Outcome], float]:
     """`concurrency` clients, each sending its next probe once the last answered; every outcome is recorded.
     With `duration_s`, the clients cycle through `probes` until that much time has passed; else each is sent once.
-    Returns the outcomes, in sending order (outcome i answers probe i modulo len(probes)), and the elapsed seconds."""
+    Returns the outcomes, in sending order (outcome i answers probe i modulo len(probes)), and the elapsed seconds.
+    With `retry_rejected_s`, a 429/503 is recorded, then the same probe is sent again after its Retry-After
+    (at most `retry_rejected_s` seconds), as a polite client would; outcomes are then in completion order."""
     host, port = _host_port(url)
     numbered: list[tuple[int, Outcome]] = []
     cursor = 0
@@ -297,13 +306,23 @@ async def closed_loop_outcomes(
                     return
                 index = cursor
                 cursor += 1
-                outcome = await _timed(connection, path, probes[index % len(probes)], time.perf_counter(), keep_payload)
-                numbered.append((index, outcome))
+                probe = probes[index % len(probes)]
+                while True:
+                    outcome = await _timed(connection, path, probe, time.perf_counter(), keep_payload)
+                    numbered.append((index, outcome))
+                    if retry_rejected_s is None or outcome.status not in (429, 503):
+                        break
+                    wait = min(retry_rejected_s, outcome.retry_after_s or retry_rejected_s)
+                    if stop_at is not None and time.perf_counter() + wait >= stop_at:
+                        break
+                    await asyncio.sleep(wait)
         finally:
             await _reset(connection)
 
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     elapsed = time.perf_counter() - started
+    if retry_rejected_s is not None:
+        return [outcome for _, outcome in numbered], elapsed
     return [outcome for _, outcome in sorted(numbered, key=lambda pair: pair[0])], elapsed
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Coroutine
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
@@ -30,7 +31,7 @@ from peakgate.api.auth import header_key
 from peakgate.api.bodies import BodyParser, max_body_bytes
 from peakgate.api.contract import TranslationService
 from peakgate.api.endpoint import NO_TIER, Operation, set_served, to_route
-from peakgate.api.errors import NATIVE, NativeErrorDetail
+from peakgate.api.errors import NATIVE, NativeErrorDetail, status_for
 from peakgate.api.native import TranslateBody, TranslationOut, _to_domain
 from peakgate.config import PRIORITY_ORDER, ClassConfig, PriorityClass, Settings
 from peakgate.domain import Principal, TranslateRequest, TranslateResult
@@ -53,6 +54,7 @@ _GRACE_S = 1.0
 # Errors that refuse the request itself: a partial must not stand in for them (it would be unbilled work).
 _REFUSALS = (BadRequest, Unauthorized, QuotaExceeded, RateLimited)
 WS_POLICY_CLOSE = 4401
+WS_PATH = "/v1/translate/ws"
 
 
 @runtime_checkable
@@ -308,19 +310,31 @@ class Session:
             reader.cancel()
 
     async def answer(self, text: str | bytes) -> None:
+        started, tier = time.perf_counter(), NO_TIER
         try:
             request = self._parse(text)
             plan = plan_tiers(self._service.settings, request, self._trusted)
+            tier = plan.final
             async with contextlib.aclosing(Race(self._service, request, self._principal, plan).events()) as events:
                 async for event in events:
                     await self._ws.send_text(msgspec.json.encode(event).decode())
         except PeakgateError as exc:
+            self._record(tier, status_for(NATIVE, exc), started)
             await self._send_error(exc)
-        except (WebSocketDisconnect, OSError, RuntimeError):
+        except (WebSocketDisconnect, OSError):
             raise  # the socket is gone: nothing to tell the client
         except Exception:
-            _log.exception("unhandled error on /v1/translate/ws")
+            _log.exception("unhandled error on %s", WS_PATH)
+            self._record(tier, 500, started)
             await self._send_error(PeakgateError("internal server error"))
+        else:
+            self._record(tier, 200, started)
+
+    def _record(self, tier: str, status: int, started: float) -> None:
+        # Each message counts as one request, with the status /v1/translate/stream would have answered.
+        metrics = self._service.metrics
+        metrics.requests.labels(endpoint=WS_PATH, tier=tier, status=str(status)).inc()
+        metrics.request_latency.labels(endpoint=WS_PATH, tier=tier).observe(time.perf_counter() - started)
 
     def _parse(self, text: str | bytes) -> TranslateRequest:
         if len(text) > self._max_bytes:
@@ -349,4 +363,4 @@ def stream_routes(service: TranslationService) -> list[BaseRoute]:
         await Session(service, ws, principal).serve()
 
     sse = [to_route(op, service.metrics) for op in stream_operations(service)]
-    return [*sse, WebSocketRoute("/v1/translate/ws", websocket)]
+    return [*sse, WebSocketRoute(WS_PATH, websocket)]

@@ -257,6 +257,10 @@ def test_websocket_answers_several_requests_and_survives_bad_json() -> None:
     assert "JSON" in error["message"]
     assert (unsupported["type"], unsupported["code"]) == ("error", "unsupported_language_pair")
     assert (same_tier["type"], same_tier["translations"][0]["text"]) == ("final", "tiny:OPEN IT")
+    rendered = service.metrics.render().decode()
+    assert 'requests_total{endpoint="/v1/translate/ws",status="200",tier="medium"} 1.0' in rendered
+    assert 'requests_total{endpoint="/v1/translate/ws",status="400",tier="medium"} 1.0' in rendered  # the xx pair
+    assert 'requests_total{endpoint="/v1/translate/ws",status="400",tier="none"} 1.0' in rendered  # bad JSON
 
 
 def test_websocket_takes_the_authorization_header() -> None:

@@ -135,9 +135,9 @@ def test_full_queue_answers_with_retry_after_not_a_hang() -> None:
         return {"segments": [f"Sentence {i} of long document {n}." for i in range(50)], "source": "en",
                 "target": "es", "priority": "batch"}
 
-    with serve(config) as server, httpx.Client(base_url=server.url, timeout=30) as client:
-        with concurrent.futures.ThreadPoolExecutor(16) as pool:
-            replies = list(pool.map(lambda n: client.post("/v1/translate", json=body(n)), range(32)))
+    with (serve(config) as server, httpx.Client(base_url=server.url, timeout=30) as client,
+          concurrent.futures.ThreadPoolExecutor(16) as pool):
+        replies = list(pool.map(lambda n: client.post("/v1/translate", json=body(n)), range(32)))
     statuses = {r.status_code for r in replies}
     assert 200 in statuses
     refused = [r for r in replies if r.status_code in (429, 503)]

@@ -313,14 +313,15 @@ def _ms(seconds: float) -> str:
 def class_table(run: ServerRun) -> list[str]:
     assert run.stats is not None
     header = (f"  {'class':<12}{'offered':>8}{'200':>7}{'rejected':>9}{'no-R-A':>7}{'errors':>8}{'lost':>6}"
-              f"{'not-sent':>9}{'p50 ms':>8}{'p99 ms':>8}{'rej p99':>8}")
+              f"{'not-sent':>9}{'p50 ms':>8}{'p99 ms':>8}{'rej p50':>8}{'rej p99':>8}")
     lines = [header]
     rows = [*run.stats.classes.items(), ("all", run.stats.total)]
     for klass, s in rows:
         errors = sum(s.errors.values())
         lines.append(f"  {klass:<12}{s.offered:>8}{s.accepted:>7}{s.rejected:>9}{s.rejected_no_retry_after:>7}"
                      f"{errors:>8}{s.lost:>6}{s.not_sent:>9}{_ms(percentile(s.latencies_s, 0.5)):>8}"
-                     f"{_ms(percentile(s.latencies_s, 0.99)):>8}{_ms(percentile(s.reject_latencies_s, 0.99)):>8}")
+                     f"{_ms(percentile(s.latencies_s, 0.99)):>8}{_ms(percentile(s.reject_latencies_s, 0.5)):>8}"
+                     f"{_ms(percentile(s.reject_latencies_s, 0.99)):>8}")
     total = run.stats.total
     if total.errors:
         lines.append(f"  other statuses: {dict(sorted(total.errors.items()))}")

@@ -178,7 +178,7 @@ class Service:
             return out
 
         try:
-            with self._guard.queued(priority):
+            with self._guard.queued(priority, len(request.segments)):
                 served = await self._reuse.serve([s.text for s in shields], scope, engine)
         except (Rejected, BackendError):
             self._guard.record(good=False)

@@ -56,17 +56,22 @@ class OverloadGuard:
             raise decision.error()
 
     @contextlib.contextmanager
-    def queued(self, priority: PriorityClass) -> Iterator[None]:
-        """Count one request as waiting in its class while the engines work on it."""
-        token = self.tracker.enqueued(priority)
+    def queued(self, priority: PriorityClass, segments: int) -> Iterator[None]:
+        """Count a request's segments as waiting in its class while the engines work on them.
+
+        Segments, not requests: capacity is measured in segments per second, and a 10-sentence document ahead
+        of you costs ten times a single sentence.
+        """
+        tokens = [self.tracker.enqueued(priority) for _ in range(max(1, segments))]
         served = False
         try:
             yield
             served = True
         finally:
-            self.tracker.dequeued(priority, token, served=served)
+            for token in tokens:
+                self.tracker.dequeued(priority, token, served=served)
             if served:
-                self.tracker.completed()
+                self.tracker.completed(len(tokens))
 
     def record(self, *, good: bool) -> None:
         """One request's outcome against the SLO (answered within its deadline, or not)."""

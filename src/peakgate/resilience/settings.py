@@ -124,13 +124,15 @@ class LadderConfig(_Frozen):
     burn_rate_exit: float = Field(default=2.0, ge=0)
     queue_wait_enter_ms: float = Field(default=400.0, gt=0)
     queue_wait_exit_ms: float = Field(default=100.0, ge=0)
-    enter_for_s: float = Field(default=30.0, ge=0)
-    exit_for_s: float = Field(default=120.0, ge=0)
-    min_dwell_s: float = Field(default=60.0, ge=0)
+    # Climb fast, descend slowly: a holiday surge arrives in minutes, so each step up needs only a few seconds
+    # of sustained pressure; stepping down needs a long quiet spell under the lower exit thresholds.
+    enter_for_s: float = Field(default=3.0, ge=0)
+    exit_for_s: float = Field(default=60.0, ge=0)
+    min_dwell_s: float = Field(default=5.0, ge=0)
     max_level: int = Field(default=4, ge=0, le=4)  # 4 = CACHE_ONLY; 3 stops at L3
     light_tier: str = "tiny"
     l1_beam_cap: int = Field(default=1, ge=1)
-    tick_s: float = Field(default=5.0, gt=0)
+    tick_s: float = Field(default=1.0, gt=0)
 
     @model_validator(mode="after")
     def _check_hysteresis(self) -> LadderConfig:

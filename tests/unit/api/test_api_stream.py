@@ -135,6 +135,13 @@ def test_no_configured_tiers_means_one_tier_and_no_partial() -> None:
     assert service.calls == [("translate", "medium")]
 
 
+def test_a_service_without_a_trusted_path_sends_final_only() -> None:
+    service = FakeService(settings=tiered_settings())  # no `run`: a partial would have to be billed
+    with client(service).stream("POST", "/v1/translate/stream", json=BODY, headers=AUTH) as reply:
+        assert reply.read().decode().startswith("event: final\n")
+    assert [r.tier for r in service.requests] == ["medium"]
+
+
 def test_an_explicit_model_sends_final_only() -> None:
     service = TieredService()
     assert [name for name, _ in sse(service, {**BODY, "model": "m"})[2]] == ["final", "done"]

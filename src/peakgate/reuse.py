@@ -87,8 +87,8 @@ class Reuse:
     def _exact(self, text: str, scope: Scope) -> Served | None:
         if self._memory is None:
             return None
-        match = self._memory.lookup(scope.tenant, scope.source, scope.target, text)
-        if match is None or match.kind != "exact":
+        match = self._memory.exact(scope.tenant, scope.source, scope.target, text)
+        if match is None:
             return None
         return Served(match.entry.target, "tm_exact", match.score)
 

@@ -193,7 +193,9 @@ class Service:
 
     def _route(self, request: TranslateRequest, principal: Principal, source: str, degradation: Degradation) -> Route:
         """The router's pick, moved by the ladder: the light tier at L3 (pinned tenants excepted), int8 at L2."""
-        if degradation.tier_override is not None and request.model is None and not principal.pinned:
+        light = degradation.tier_override
+        # A deployment without the light tier cannot step down to it: L3 then keeps the request's own tier.
+        if light is not None and light in self.settings.tiers and request.model is None and not principal.pinned:
             request = dataclasses.replace(request, tier=degradation.tier_for(request.tier or "", pinned=False))
         route = self._router.route(request, principal, source)
         chain = map_chain(route.chain, degradation, self._twins)
@@ -244,7 +246,7 @@ class Service:
         return self._backends[model].health()
 
     def _class(self, priority: PriorityClass) -> ClassConfig:
-        return self.settings.classes.get(priority, ClassConfig())
+        return self.settings.classes[priority]  # the config fills in every class
 
     def _validate(self, request: TranslateRequest) -> int:
         limits = self.settings.limits

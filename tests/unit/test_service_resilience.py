@@ -143,3 +143,18 @@ async def test_batch_is_shed_with_retry_after_while_interactive_waits() -> None:
         assert all(r.translations for r in await asyncio.gather(*waiting))  # the interactive ones all finish
     finally:
         await service.close()
+
+
+async def test_l3_without_a_light_tier_keeps_serving_the_requested_tier() -> None:
+    base = settings()
+    service = Service(base.model_copy(update={"tiers": {"large": (FP32, INT8)}}), clock=FakeClock(),
+                      backends={n: EchoBackend(n, [("en", "es")]) for n in (FP32, INT8, TINY)})
+    await service.start()
+    try:
+        ladder = service._guard.ladder  # noqa: SLF001 - drive the ladder's signals directly
+        while ladder.level < Level.L3:
+            ladder.tick(100.0, 0.0)
+        result = await service.translate(req("x"), service.authenticate("plain"))
+        assert (result.degraded, result.translations[0].tier) == ("L3", "large")
+    finally:
+        await service.close()

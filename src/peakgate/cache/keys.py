@@ -10,12 +10,13 @@ ever lose a cache hit, never alter a result.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import unicodedata
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import NamedTuple
+
+import msgspec
 
 from peakgate.cache.settings import CacheConfig
 
@@ -89,8 +90,11 @@ def cache_key(text: str, parts: KeyParts, config: CacheConfig) -> CacheKey:
     fields = [KEY_VERSION, body, parts.source, parts.target, parts.model, parts.formality,
               parts.glossary_id, parts.format, tenant]
     # JSON keeps the fields unambiguous (no separator can be forged from inside the text).
-    digest = hashlib.blake2b(json.dumps(fields, ensure_ascii=False).encode(), digest_size=16).hexdigest()
+    digest = hashlib.blake2b(_encode(fields), digest_size=16).hexdigest()
     return CacheKey(digest, Shape(casing, mark, strip))
+
+
+_encode = msgspec.json.Encoder().encode  # same bytes as json.dumps(ensure_ascii=False, separators=(",", ":"))
 
 
 def split_mark(text: str) -> tuple[str, str]:
@@ -105,10 +109,13 @@ def split_mark(text: str) -> tuple[str, str]:
 
 
 def detect_casing(text: str) -> Casing:
-    first = _first_cased(text)
-    if first < 0 or text == text.lower():
+    lower = text.lower()
+    if text == lower:
         return Casing.LOWER
-    if sum(1 for c in text if c.lower() != c.upper()) >= 2 and text == text.upper():
+    first = _first_cased(text)
+    if first < 0:
+        return Casing.LOWER
+    if text == text.upper() and _has_two_cased(text, first):
         return Casing.UPPER
     if text[first].isupper() and text[first + 1 :] == text[first + 1 :].lower():
         return Casing.FIRST
@@ -148,7 +155,14 @@ def _base_language(tag: str) -> str:
 
 
 def _first_cased(text: str) -> int:
+    # Hot path (every cache key): the first character is almost always the cased one.
+    if text and text[0].lower() != text[0].upper():
+        return 0
     return next((i for i, c in enumerate(text) if c.lower() != c.upper()), -1)
+
+
+def _has_two_cased(text: str, first: int) -> bool:
+    return any(c.lower() != c.upper() for c in text[first + 1 :])
 
 
 def _lower(text: str, casing: Casing) -> str:

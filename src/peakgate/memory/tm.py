@@ -61,15 +61,24 @@ class TranslationMemory:
         own = Scope(tenant, sl, tl)
         return [own] if tenant == SHARED_TENANT else [own, Scope(SHARED_TENANT, sl, tl)]
 
+    def exact(self, tenant: str, source_lang: str, target_lang: str, text: str) -> TmMatch | None:
+        """An exact match (own, then shared) only: the cheap check that runs before the cache."""
+        if not self._config.enabled or len(text) > self._config.max_entry_chars or not normalize(text):
+            return None
+        for scope in self._scopes(tenant, source_lang, target_lang):
+            entry = self._store.exact(scope, text)
+            if entry is not None:
+                return TmMatch("exact", 1.0, entry)
+        return None
+
     def lookup(self, tenant: str, source_lang: str, target_lang: str, text: str) -> TmMatch | None:
         """Exact (own, then shared), else the best fuzzy match at or above `fuzzy_threshold`, else None."""
         if not self._config.enabled or not normalize(text) or len(text) > self._config.max_entry_chars:
             return None  # nothing that long is stored, and a huge query would only cost fuzzy time
+        found = self.exact(tenant, source_lang, target_lang, text)
+        if found is not None:
+            return found
         scopes = self._scopes(tenant, source_lang, target_lang)
-        for scope in scopes:
-            entry = self._store.exact(scope, text)
-            if entry is not None:
-                return TmMatch("exact", 1.0, entry)
         best: TmMatch | None = None
         for scope in scopes:
             for match in self._store.fuzzy(scope, text, threshold=self._config.fuzzy_threshold, limit=1):

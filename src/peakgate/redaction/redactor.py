@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from peakgate.redaction.detectors import Detector, Match, build_detector
+from peakgate.redaction.detectors import Detector, Match, build_detector, might_contain_pii
 from peakgate.redaction.placeholders import placeholder, restore, substitute
 from peakgate.redaction.settings import ALL_KINDS, PiiKind, RedactionConfig
 
@@ -60,6 +60,8 @@ class Redactor:
         return bool(self._detectors)
 
     def redact(self, text: str) -> Redacted:
+        if not self._detectors or not might_contain_pii(text):
+            return Redacted(text)
         matches = _non_overlapping(m for d in self._detectors for m in d.find(text))
         if not matches:
             return Redacted(text)

@@ -51,7 +51,8 @@ class LoadTracker:
 
     def load(self, cls: PriorityClass, sla: ClassConfig) -> ClassLoad:
         queued = self._queued[cls]
-        oldest = (self._clock.now() - min(queued.values())) * 1000.0 if queued else 0.0
+        # Tokens are enqueued in time order and dicts keep insertion order: the first value is the oldest, O(1).
+        oldest = (self._clock.now() - next(iter(queued.values()))) * 1000.0 if queued else 0.0
         return ClassLoad(len(queued), oldest, self._ewma_ms[cls], sla.max_queue_wait_ms, sla.deadline_ms)
 
     def context(

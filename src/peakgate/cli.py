@@ -106,7 +106,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     app = create_app(service, lifespan=lifespan)
     uvicorn.run(app, host=settings.host, port=settings.port, loop="uvloop", http="httptools",
-                log_level=settings.log_level, lifespan="on")
+                log_level=settings.log_level, lifespan="on", access_log=settings.access_log)
     return 0
 
 

@@ -137,6 +137,8 @@ class Settings(_Frozen):
     jobs: JobsConfig = JobsConfig()
     resilience: ResilienceConfig = ResilienceConfig()
     log_level: str = "info"
+    # One log line per request costs more CPU than a cache hit; /metrics has the counts and latencies.
+    access_log: bool = False
 
     @field_validator("classes", mode="before")
     @classmethod

@@ -198,6 +198,8 @@ class Service:
         if light is not None and light in self.settings.tiers and request.model is None and not principal.pinned:
             request = dataclasses.replace(request, tier=degradation.tier_for(request.tier or "", pinned=False))
         route = self._router.route(request, principal, source)
+        if not degradation.prefer_int8:
+            return route
         chain = map_chain(route.chain, degradation, self._twins)
         return dataclasses.replace(route, model=chain[0], chain=chain)
 

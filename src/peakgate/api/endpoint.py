@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import msgspec
+from prometheus_client import Counter, Histogram
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -52,6 +53,19 @@ def set_served(request: Request, result: TranslateResult) -> None:
 
 
 def to_route(operation: Operation, metrics: Metrics) -> Route:
+    # Labelled children cached per (tier, status): prometheus-client's `labels()` costs more than a cache hit.
+    children: dict[tuple[str, str], tuple[Counter, Histogram]] = {}
+
+    def observe(tier: str, status: str, seconds: float) -> None:
+        child = children.get((tier, status))
+        if child is None:
+            child = children[(tier, status)] = (
+                metrics.requests.labels(operation.path, tier, status),
+                metrics.request_latency.labels(operation.path, tier),
+            )
+        child[0].inc()
+        child[1].observe(seconds)
+
     async def endpoint(request: Request) -> Response:
         started = time.perf_counter()
         try:
@@ -65,8 +79,7 @@ def to_route(operation: Operation, metrics: Metrics) -> Route:
         degraded = getattr(request.state, "degraded", None)
         if degraded:
             response.headers[DEGRADED_HEADER] = str(degraded)
-        metrics.requests.labels(endpoint=operation.path, tier=tier, status=str(response.status_code)).inc()
-        metrics.request_latency.labels(endpoint=operation.path, tier=tier).observe(time.perf_counter() - started)
+        observe(tier, str(response.status_code), time.perf_counter() - started)
         return response
 
     return Route(operation.path, endpoint, methods=list(operation.methods))

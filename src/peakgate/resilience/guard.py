@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 from collections.abc import Iterator, Mapping
 
 from peakgate.clock import Clock
@@ -48,8 +47,9 @@ class OverloadGuard:
         `capacity_per_s` is the serving model's measured rate while busy: the tracker's own completion rate
         counts arrivals too, so after a quiet spell it would read a fast engine as a slow one and shed a burst.
         """
-        ctx = self.tracker.context(priority, service_time_ms, self._classes, self._config.shedding)
-        decision = shedding.decide(dataclasses.replace(ctx, drain_per_s=max(ctx.drain_per_s, capacity_per_s)))
+        ctx = self.tracker.context(priority, service_time_ms, self._classes, self._config.shedding,
+                                   min_drain_per_s=capacity_per_s)
+        decision = shedding.decide(ctx)
         if decision.shed:
             self._metrics.rejected.labels("shed", priority).inc()
             self.record(good=False)

@@ -63,6 +63,9 @@ class LoadTracker:
         config: SheddingConfig,
         *,
         client_share: float = 0.0,
+        min_drain_per_s: float = 0.0,
     ) -> ShedContext:
+        """`min_drain_per_s`: a floor from the engines' measured capacity (completions also count arrivals)."""
         loads = {cls: self.load(cls, sla) for cls, sla in classes.items()}
-        return ShedContext(request_class, service_time_ms, loads, self.drain_per_s(), config, client_share)
+        drain = max(self.drain_per_s(), min_drain_per_s)
+        return ShedContext(request_class, service_time_ms, loads, drain, config, client_share)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from peakgate.backends.base import Health
-from peakgate.config import ClassConfig, ModelConfig, PriorityClass, Settings
+from peakgate.config import ModelConfig, PriorityClass, Settings
 from peakgate.domain import Principal, TranslateRequest
 from peakgate.errors import BadRequest, Unavailable, UnknownModel, UnsupportedPair
 from peakgate.observe.metrics import Metrics
@@ -67,6 +67,7 @@ class TierRouter:
         down_retry_after_s: float = 5.0,
     ) -> None:
         self._settings = settings
+        self._models = {m.name: m for m in settings.models}
         self._health = health
         self._load = load
         self._metrics = metrics
@@ -114,7 +115,7 @@ class TierRouter:
         raise BadRequest(f"unknown tier {wanted!r}; use one of: {options}")
 
     def _serves(self, name: str, source: str, target: str) -> bool:
-        model = self._settings.model(name)
+        model = self._models.get(name)
         return model is not None and serves(model, source, target)
 
     def _alive(self, tier: str, name: str) -> bool:
@@ -125,7 +126,9 @@ class TierRouter:
         return False
 
     def _least_overloaded(self, alive: list[str], priority: PriorityClass) -> str:
-        limit_s = self._settings.classes.get(priority, ClassConfig()).max_queue_wait_ms / 1000.0
+        if len(alive) == 1:
+            return alive[0]
+        limit_s = self._settings.classes[priority].max_queue_wait_ms / 1000.0
         loads = {name: self._load(name) for name in alive}
         for i, name in enumerate(alive):
             better_later = any(

@@ -61,6 +61,7 @@ class BatcherConfig(_Frozen):
     max_queue_delay_ms: float = 5.0
     max_batch_tokens: int = 4096
     max_queue_len: int = 2048
+    lower_class_queue_share: float = Field(default=0.75, gt=0, le=1)  # document/batch may fill this much
     # Workers (of a model with several) kept for interactive batches while interactive traffic was seen in the
     # last `reserve_window_s`: a running batch cannot be preempted, so a lower-class flood would otherwise
     # make every interactive request wait for a full batch first. Never all workers; idle outside the window.

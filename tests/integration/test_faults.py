@@ -132,7 +132,7 @@ def test_redis_gone_requests_still_served_and_errors_counted(redis: RedisServer)
 def test_full_queue_answers_with_retry_after_not_a_hang() -> None:
     config = {"batcher": {"max_queue_len": 64}}  # the default models: the student is slow enough to back up
     def body(n: int) -> dict[str, object]:  # distinct texts: nothing served by the cache or coalesced
-        return {"segments": [f"Sentence {i} of long document {n}." for i in range(50)], "source": "en",
+        return {"segments": [f"Sentence {i} of long document {n}." for i in range(30)], "source": "en",
                 "target": "es", "priority": "batch"}
 
     with (serve(config) as server, httpx.Client(base_url=server.url, timeout=30) as client,

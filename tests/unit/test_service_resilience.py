@@ -151,7 +151,7 @@ async def test_l3_without_a_light_tier_keeps_serving_the_requested_tier() -> Non
                       backends={n: EchoBackend(n, [("en", "es")]) for n in (FP32, INT8, TINY)})
     await service.start()
     try:
-        ladder = service._guard.ladder  # noqa: SLF001 - drive the ladder's signals directly
+        ladder = service._guard.ladder
         while ladder.level < Level.L3:
             ladder.tick(100.0, 0.0)
         result = await service.translate(req("x"), service.authenticate("plain"))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Sequence
 
-from peakgate.config import PriorityClass
+from peakgate.config import PRIORITY_ORDER, PriorityClass
 from peakgate.errors import Rejected
 from peakgate.observe.metrics import Metrics
 from peakgate.scheduling.queue import BatchKey, ItemState, RequestQueue, WorkItem, expired_error
@@ -52,7 +52,7 @@ class Coalescer:
                 fresh.append(text)
             else:
                 items[text] = live
-        self._queue.ensure_room(len(fresh))
+        self._queue.ensure_room(len(fresh), PRIORITY_ORDER.index(priority))
         for text in fresh:
             items[text] = self._enqueue(WorkItem.create(text, key, priority, deadline, now))
         for item in items.values():

@@ -164,12 +164,14 @@ class RequestQueue:
         max_len: int,
         *,
         workers: int = 1,
+        lower_share: float = 1.0,
         on_length: Callable[[int], None] | None = None,
         on_drop: Callable[[str, int], None] | None = None,
     ) -> None:
         self.model = model
         self.drain = DrainRate(workers)
         self._max_len = max_len
+        self._lower_share = lower_share
         self._on_length = on_length
         self._on_drop = on_drop  # (reason, count): how many items left without running, and why
         self._groups: dict[BatchKey, QueueGroup] = {}
@@ -191,26 +193,29 @@ class RequestQueue:
     def oldest_enqueued_at(self) -> float | None:
         return self._fifo[0].enqueued_at if self._fifo else None
 
-    def ensure_room(self, n: int) -> None:
+    def ensure_room(self, n: int, rank: int = 0) -> None:
         """Raise `Overloaded` unless `n` more items fit (checked up front so a request is all-or-nothing).
 
-        A request larger than the whole queue can never fit, so retrying would be futile: `InputTooLarge`.
+        Classes below the most urgent may fill only `lower_share` of the queue: the rest is headroom that a
+        batch flood cannot take from interactive traffic. A request larger than the whole queue can never
+        fit, so retrying would be futile: `InputTooLarge`.
         """
-        if n > self._max_len:
+        limit = self._max_len if rank == 0 else max(1, int(self._max_len * self._lower_share))
+        if n > limit:
             raise InputTooLarge(
                 f"request needs {n} sentences queued for model {self.model!r}, more than its queue holds "
-                f"({self._max_len}); split it into smaller requests"
+                f"for this priority class ({limit}); split it into smaller requests"
             )
-        if self._len + n > self._max_len:
-            retry = self.drain.retry_after_s(self._len + n - self._max_len)
+        if self._len + n > limit:
+            retry = self.drain.retry_after_s(self._len + n - limit)
             raise Overloaded(
-                f"model {self.model!r} queue is full ({self._len}/{self._max_len} sentences queued, "
+                f"model {self.model!r} queue is full ({self._len}/{limit} sentences queued for this class, "
                 f"{n} more asked); retry in {retry:.2f}s",
                 retry_after_s=retry,
             )
 
     def push(self, item: WorkItem) -> None:
-        self.ensure_room(1)
+        self.ensure_room(1, item.rank)
         item.state = ItemState.QUEUED
         group = self._groups.get(item.key)
         if group is None:

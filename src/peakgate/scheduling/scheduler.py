@@ -158,7 +158,7 @@ def _lane(
     concurrency: int, batch_timeout_s: float | None, breaker: CircuitBreaker | None,
 ) -> _Lane:
     queue = RequestQueue(
-        model, batcher.max_queue_len, workers=concurrency,
+        model, batcher.max_queue_len, workers=concurrency, lower_share=batcher.lower_class_queue_share,
         on_length=metrics.queue_length.labels(model).set,
         on_drop=lambda reason, n: metrics.dropped.labels(model, reason).inc(n),
     )

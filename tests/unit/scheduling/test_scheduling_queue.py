@@ -120,3 +120,15 @@ def test_drain_rate_turns_backlog_into_seconds() -> None:
     assert rate.s_per_item == pytest.approx(0.1)
     assert rate.retry_after_s(40) == pytest.approx(2.0)  # 40 items x 0.1s over 2 workers
     assert rate.retry_after_s(0) == pytest.approx(0.1)  # never tells a client to retry at once
+
+
+async def test_lower_classes_leave_headroom_for_interactive() -> None:
+    q = RequestQueue("m", 8, lower_share=0.5)
+    q.ensure_room(4, rank=2)
+    for i in range(4):
+        q.push(WorkItem.create(f"b{i}", KEY, "batch", 100.0, 0.0))
+    with pytest.raises(Overloaded):
+        q.ensure_room(1, rank=2)  # batch has its half
+    q.ensure_room(4, rank=0)  # interactive still fits
+    with pytest.raises(InputTooLarge):
+        q.ensure_room(5, rank=1)  # more than a document may ever queue: retrying is futile

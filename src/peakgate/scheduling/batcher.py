@@ -8,7 +8,9 @@ Policy (Triton-style dynamic batching, one `BatchKey` per batch):
 - among ready batches the most urgent head wins; a ready batch of a lower class is held back while a more
   urgent class is pending, which costs at most `max_queue_delay_ms`;
 - items whose deadline has passed are never planned; the plan lists them for the executor to drop;
-- a worker reserved for urgent work plans with `max_rank`: only items of that class or more urgent.
+- a worker reserved for urgent work plans with `max_rank`: only items of that class or more urgent;
+- a batch headed by the most urgent class carries only that class, and goes at once when others wait
+  behind it (lower-class fill would make every interactive sentence wait for the slowest batch item).
 """
 
 from __future__ import annotations
@@ -143,6 +145,8 @@ def _fill(
     for item in items:
         if max_rank is not None and item.rank > max_rank:
             break  # items come class first: the rest are all less urgent
+        if batch and batch[0].rank == 0 and item.rank > 0:
+            return batch, True  # no lower-class fill behind interactive: its batch stays small and quick
         if item.deadline <= now:
             continue
         if len(batch) == limits.max_size or (batch and tokens + item.tokens > limits.max_tokens):

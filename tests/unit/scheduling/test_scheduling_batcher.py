@@ -128,5 +128,16 @@ async def test_a_reserved_worker_plans_only_the_most_urgent_class() -> None:
     assert isinstance(plan(q, 1.0, config(), ENGINE, max_rank=0), Wait)
     fill(q, 2, priority="interactive", text="i")
     decision = batch(plan(q, 1.0, config(), ENGINE, max_rank=0))
-    assert [item.text for item in decision.items] == ["i0", "i1"]  # no batch-class fill
-    assert len(batch(plan(q, 1.0, config(), ENGINE)).items) == 5
+    assert [item.text for item in decision.items] == ["i0", "i1"]
+    assert batch(plan(q, 1.0, config(), ENGINE, max_rank=2)).items == decision.items
+
+
+async def test_interactive_batches_carry_no_lower_class_fill_and_go_at_once() -> None:
+    q = RequestQueue("m", 20)
+    fill(q, 3, priority="batch", text="b")
+    fill(q, 2, priority="interactive", text="i")
+    first = batch(plan(q, 0.0, config(), ENGINE))  # no queue delay: lower classes wait behind it
+    assert ([item.text for item in first.items], first.trigger) == (["i0", "i1"], "full")
+    q.take(first.items)
+    later = batch(plan(q, 1.0, config(), ENGINE))
+    assert [item.text for item in later.items] == ["b0", "b1", "b2"]

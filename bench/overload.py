@@ -417,6 +417,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=11)
     p.add_argument("--model", default=MODEL)
     p.add_argument("--no-naive", dest="naive", action="store_false", help="skip the naive FIFO server")
+    p.add_argument("--embedded-default", action="store_true",
+                   help="serve the embedded default (every model and tier, so the ladder can step down to the "
+                        "tiny tier) instead of --model alone")
     return p
 
 
@@ -425,7 +428,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     sentences = list(dict.fromkeys(row.en for row in load_dev(default_dev_path())))
     print(f"cpus={os.cpu_count()} model={args.model} load={args.load}x duration={args.duration}s "
           f"mix={DEFAULT_MIX} deadlines_s={DEFAULT_DEADLINES_S} (+{args.grace_s} s client grace)", flush=True)
-    for line in run(model_config(args.model), sentences, args):
+    config = {} if args.embedded_default else model_config(args.model)
+    for line in run(config, sentences, args):
         print(line, flush=True)
     return 0
 

@@ -287,7 +287,11 @@ class Service:
         priority: PriorityClass, deadline: float, beam_cap: int | None = None,
     ) -> tuple[str, list[str]]:
         last: PeakgateError | None = None
-        for model in route.chain:
+        self._guard.retries.record_request()
+        for attempt, model in enumerate(route.chain):
+            if attempt and not self._guard.retries.try_retry():
+                self.metrics.rejected.labels("retry_budget", priority).inc()
+                break  # every engine failing at once: fail fast rather than multiply the load
             try:
                 texts = await self._scheduler.submit(
                     model, segments, source, request.target, priority, deadline, request.split_sentences,

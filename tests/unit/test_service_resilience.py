@@ -158,3 +158,21 @@ async def test_l3_without_a_light_tier_keeps_serving_the_requested_tier() -> Non
         assert (result.degraded, result.translations[0].tier) == ("L3", "large")
     finally:
         await service.close()
+
+
+async def test_fallbacks_spend_the_retry_budget_and_stop_when_it_is_gone() -> None:
+    base = settings()
+    no_budget = base.resilience.model_copy(update={"retry": base.resilience.retry.model_copy(
+        update={"ratio": 0.0, "min_retries_per_s": 0.0})})
+    backends: dict[str, EchoBackend] = {FP32: Flaky(FP32, [("en", "es")]), INT8: Flaky(INT8, [("en", "es")]),
+                                        TINY: EchoBackend(TINY, [("en", "es")])}
+    service = Service(base.model_copy(update={"resilience": no_budget}), clock=FakeClock(), backends=backends)
+    await service.start()
+    try:
+        with pytest.raises(EngineCrashed):
+            await service.translate(req("x"), service.authenticate("plain"))
+        assert backends[INT8].calls == 0  # type: ignore[attr-defined]  # no budget: no fallback attempt
+        labels = {"reason": "retry_budget", "priority": "interactive"}
+        assert service.metrics.registry.get_sample_value("peakgate_rejected_total", labels) == 1.0
+    finally:
+        await service.close()

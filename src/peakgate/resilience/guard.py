@@ -17,6 +17,7 @@ from peakgate.resilience import shedding
 from peakgate.resilience.breaker import Breakers, Transition
 from peakgate.resilience.degrade import Degradation, Ladder, Level
 from peakgate.resilience.load import LoadTracker
+from peakgate.resilience.retry import RetryBudget
 from peakgate.resilience.settings import ResilienceConfig
 from peakgate.resilience.window import TimeWindow
 
@@ -34,6 +35,7 @@ class OverloadGuard:
         self.tracker = LoadTracker(clock)
         self.breakers = Breakers(config.breaker, clock, on_transition=self._breaker_moved)
         self.ladder = Ladder(config.ladder, clock, on_change=self._level_moved)
+        self.retries = RetryBudget(config.retry, clock)  # fallbacks along a tier are retries: no retry storms
         self._slo = TimeWindow(config.slo_window_s)
         self._task: asyncio.Task[None] | None = None
 

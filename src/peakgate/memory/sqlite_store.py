@@ -66,6 +66,8 @@ class SqliteTmStore:
             self._db.execute("PRAGMA busy_timeout=5000")
             self._db.execute(_SCHEMA)
             self._seen_id = 0  # highest row id the fuzzy index has loaded
+            self._scopes: set[Scope] = set()  # scopes holding entries: an exact lookup elsewhere is a miss
+            self._data_version = -1  # sqlite's counter of commits by *other* connections
             self.refresh()
         except (sqlite3.Error, OSError) as exc:
             raise TmStoreError(f"cannot open translation memory {path}: {exc}") from exc
@@ -103,6 +105,7 @@ class SqliteTmStore:
                     raise TmStoreError(f"translation memory write failed: {exc}") from exc
                 raise
             for scope, doc_id, key in added:
+                self._scopes.add(scope)  # our own commits do not move data_version
                 self._index.add(scope, doc_id, key)
                 self._seen_id = max(self._seen_id, doc_id)
             return result
@@ -124,8 +127,23 @@ class SqliteTmStore:
                          " created_at = ? WHERE id = ?", (*values, row[0]))
         return AddResult(updated=1)  # same normalized source, so the fuzzy index entry stands
 
+    def _known_scopes(self) -> set[Scope]:
+        # Most lookups hit a scope with no entries at all (e.g. the shared one); one pragma instead of a query
+        # per scope, and a commit by another process (`peakgate tm import`) is seen on the next lookup.
+        version = self._query_one("PRAGMA data_version", ())
+        if version is not None and version[0] != self._data_version:
+            try:
+                rows = self._db.execute("SELECT DISTINCT tenant, source_lang, target_lang FROM tm_entries").fetchall()
+            except sqlite3.Error as exc:
+                raise TmStoreError(f"translation memory read failed: {exc}") from exc
+            self._scopes = {Scope(*row) for row in rows}
+            self._data_version = cast(int, version[0])
+        return self._scopes
+
     def exact(self, scope: Scope, source: str) -> TmEntry | None:
         with self._lock:
+            if scope not in self._known_scopes():
+                return None
             row = self._query_one(f"SELECT {_COLUMNS} FROM tm_entries WHERE {_KEY}", (*scope, normalize(source)))
         return None if row is None else _entry(row)
 

@@ -132,3 +132,14 @@ def test_refresh_sees_what_another_process_imported(tmp_path: Path) -> None:
     assert match is not None and match.kind == "fuzzy"
     cli.close()
     server.close()
+
+
+def test_exact_lookups_see_a_scope_another_process_created(tmp_path: Path) -> None:
+    server = open_tm(tmp_path)
+    assert server.exact("acme", "en", "fr", "Save the file") is None  # no such scope yet: skipped cheaply
+    cli = open_tm(tmp_path)
+    cli.add("acme", "en", "fr", "Save the file", "Enregistrer le fichier", origin="human")
+    found = server.exact("acme", "en", "fr", "Save the file")
+    assert found is not None and found.entry.target == "Enregistrer le fichier"
+    cli.close()
+    server.close()

@@ -20,7 +20,7 @@ from peakgate.api.glossaries import GlossaryService, glossary_operations
 from peakgate.api.libre import libre_operations
 from peakgate.api.native import native_operations
 from peakgate.api.openapi import openapi_document
-from peakgate.api.stream import stream_routes
+from peakgate.api.stream import stream_operations, websocket_routes
 
 _LIBRE_PATHS = frozenset({"/translate", "/detect", "/languages"})
 
@@ -35,12 +35,12 @@ def create_app(service: Platform, *, lifespan: Lifespan[Starlette] | None = None
 
     operations = [
         *native_operations(service), *deepl_operations(service), *libre_operations(service),
-        *glossary_operations(service), *document_operations(service),
+        *glossary_operations(service), *document_operations(service), *stream_operations(service),
         Operation("/openapi.json", ("GET",), openapi, NATIVE, "This OpenAPI 3.1 document", response=dict[str, Any]),
     ]
     document = msgspec.json.encode(openapi_document(operations))  # built once: the routes are fixed
     return Starlette(
-        routes=[*(to_route(op, service.metrics) for op in operations), *stream_routes(service)],
+        routes=[*(to_route(op, service.metrics) for op in operations), *websocket_routes(service)],
         exception_handlers={HTTPException: _routing_error},
         lifespan=lifespan,
     )

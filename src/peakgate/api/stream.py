@@ -30,7 +30,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from peakgate.api.auth import header_key
 from peakgate.api.bodies import BodyParser, max_body_bytes
 from peakgate.api.contract import TranslationService
-from peakgate.api.endpoint import NO_TIER, Operation, set_served, to_route
+from peakgate.api.endpoint import NO_TIER, Operation, set_served
 from peakgate.api.errors import NATIVE, NativeErrorDetail, status_for
 from peakgate.api.native import TranslateBody, TranslationOut, _to_domain
 from peakgate.config import PRIORITY_ORDER, ClassConfig, PriorityClass, Settings
@@ -350,8 +350,8 @@ class Session:
         await self._ws.send_text(msgspec.json.encode(StreamError(exc.message, exc.code)).decode())
 
 
-def stream_routes(service: TranslationService) -> list[BaseRoute]:
-    """The SSE operation (errors mapped, metrics recorded like every operation) and the WebSocket route."""
+def websocket_routes(service: TranslationService) -> list[BaseRoute]:
+    """The WebSocket twin of the SSE operation (which `stream_operations` lists with the other operations)."""
 
     async def websocket(ws: WebSocket) -> None:
         await ws.accept()  # accept first: only an accepted socket can carry the 4401 close code
@@ -362,5 +362,4 @@ def stream_routes(service: TranslationService) -> list[BaseRoute]:
             return
         await Session(service, ws, principal).serve()
 
-    sse = [to_route(op, service.metrics) for op in stream_operations(service)]
-    return [*sse, WebSocketRoute(WS_PATH, websocket)]
+    return [WebSocketRoute(WS_PATH, websocket)]

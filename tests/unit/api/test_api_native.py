@@ -191,3 +191,10 @@ def test_degraded_results_say_so_in_every_dialect(path: str, body: dict[str, obj
     assert reply.headers["X-Peakgate-Degraded"] == "L2"
     normal = client(FakeService()).post(path, json=body, headers=headers)
     assert "X-Peakgate-Degraded" not in normal.headers
+
+
+def test_openapi_lists_every_http_operation() -> None:
+    paths = client(FakeService()).get("/openapi.json").json()["paths"]
+    expected = {"/v1/translate", "/v1/translate/stream", "/v1/memory", "/v1/jobs", "/v2/translate", "/v2/document",
+                "/v2/glossaries", "/translate", "/detect", "/languages", "/metrics", "/readyz"}
+    assert expected <= set(paths)

@@ -17,7 +17,7 @@
 4. the same open-loop run (same arrivals, same absolute rate) against `bench.naive_server`, a FIFO
    one-request-at-a-time server over the same engine (its own closed-loop capacity measured first), side by side.
 Texts are dev sentences made distinct (a pass number appended when the 400 run out) and the peakgate cache is
-disabled (`cache.l1_max_bytes = 1`), so neither server is helped by repetition.
+disabled (`cache.enabled = false`), so neither server is helped by repetition.
 Client and server share this machine's cores, so the served figures include the load generator's cost.
 """
 
@@ -55,7 +55,7 @@ DEFAULT_MIX = {"interactive": 0.3, "document": 0.2, "batch": 0.5}
 # Client-side deadlines (sent as deadline_ms; the client timeout). Shorter than the server's class defaults for
 # document (30 s) and batch (300 s) so a run drains in seconds; interactive keeps its default 3 s.
 DEFAULT_DEADLINES_S = {"interactive": 3.0, "document": 10.0, "batch": 15.0}
-CACHE_OFF = {"l1_max_bytes": 1}
+CACHE_OFF = {"enabled": False}
 ECHO_CONFIG: dict[str, object] = {
     "models": [{"name": "echo", "engine": "echo", "source": "en", "target": "es"}],
     "tiers": {"medium": ["echo"]}, "default_tier": "medium",

@@ -31,8 +31,9 @@ DIRECT_BATCH_SIZES = (16, 32, 64)
 
 def _single_model_config(model: str) -> dict[str, object]:
     config = next(m for m in default_models() if m.name == model)
+    # Cache off: the probes repeat across phases, and cache hits would measure the HTTP layer, not scheduling.
     return {"models": [config.model_dump(mode="json")], "tiers": {"medium": [model]}, "default_tier": "medium",
-            "log_level": "warning"}
+            "log_level": "warning", "cache": {"enabled": False}}
 
 
 def _bodies(sentences: Sequence[str], priority: str = "interactive") -> list[dict[str, object]]:

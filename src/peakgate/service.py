@@ -93,7 +93,8 @@ class Service:
         )
         self._router = TierRouter(settings, self._health, self._scheduler.oldest_wait_s, self.metrics)
         self.stores: Stores = open_stores(settings, self._clock, self.metrics)
-        self._reuse = Reuse(self.stores.cache, self.stores.memory, settings.cache, self.metrics)
+        cache = self.stores.cache if settings.cache.enabled else None
+        self._reuse = Reuse(cache, self.stores.memory, settings.cache, self.metrics)
         # Accepted jobs run on the trusted path (already admitted) at batch priority, pausing for interactive load.
         self.job_runner = JobRunner(
             self.stores.jobs, via_pipeline(lambda r, p: self.run(r, p, "batch")), self._clock,

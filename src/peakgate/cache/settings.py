@@ -12,6 +12,7 @@ CacheBackend = Literal["memory", "redis"]
 class CacheConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    enabled: bool = True  # off: every miss goes to the TM and engines (benchmarks of scheduling, debugging)
     backend: CacheBackend = "memory"  # "redis" puts a shared L2 behind the in-process L1
     ttl_s: float = Field(default=86_400.0, gt=0)
     l1_max_entries: int = Field(default=100_000, ge=1)

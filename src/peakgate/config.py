@@ -67,6 +67,9 @@ class BatcherConfig(_Frozen):
     # make every interactive request wait for a full batch first. Never all workers; idle outside the window.
     reserved_workers: int = 1
     reserve_window_s: float = 2.0
+    # While interactive traffic is recent, lower-class batches hold at most this many sentences, so the
+    # unreserved workers come back for interactive work every few tens of milliseconds.
+    lower_batch_size_while_urgent: int = Field(default=8, ge=1)
 
 
 class ClassConfig(_Frozen):

@@ -90,14 +90,17 @@ class _Pending:
 
 
 def plan(
-    queue: QueueView, now: float, config: BatcherConfig, cost: CostModel, *, max_rank: int | None = None
+    queue: QueueView, now: float, config: BatcherConfig, cost: CostModel, *, max_rank: int | None = None,
+    lower_cap: int | None = None,
 ) -> BatchPlan | Wait:
+    """`lower_cap`: the most items a batch of a lower class may hold (while interactive traffic is recent, so
+    a worker busy with batch work frees up quickly for it)."""
     expired, next_deadline = _expired(queue, now)
     limits = Limits.of(config, cost)
     ready: list[BatchPlan] = []
     pending: list[_Pending] = []
     for group in queue.groups():
-        candidate = _candidate(group, now, limits, max_rank)
+        candidate = _candidate(group, now, limits, max_rank, lower_cap)
         if isinstance(candidate, BatchPlan):
             ready.append(candidate)
         elif candidate is not None:
@@ -121,8 +124,10 @@ def _expired(queue: QueueView, now: float) -> tuple[tuple[WorkItem, ...], float 
     return tuple(gone), None
 
 
-def _candidate(group: GroupView, now: float, limits: Limits, max_rank: int | None) -> BatchPlan | _Pending | None:
-    items, full = _fill(group.ordered(), now, limits, max_rank)
+def _candidate(
+    group: GroupView, now: float, limits: Limits, max_rank: int | None, lower_cap: int | None
+) -> BatchPlan | _Pending | None:
+    items, full = _fill(group.ordered(), now, limits, max_rank, lower_cap)
     if not items:
         return None
     size = max((s for s in limits.preferred if s <= len(items)), default=0)
@@ -137,7 +142,7 @@ def _candidate(group: GroupView, now: float, limits: Limits, max_rank: int | Non
 
 
 def _fill(
-    items: Iterator[WorkItem], now: float, limits: Limits, max_rank: int | None
+    items: Iterator[WorkItem], now: float, limits: Limits, max_rank: int | None, lower_cap: int | None
 ) -> tuple[list[WorkItem], bool]:
     """Take live items in order until the size cap or token budget; also say whether more were left over."""
     batch: list[WorkItem] = []
@@ -147,6 +152,8 @@ def _fill(
             break  # items come class first: the rest are all less urgent
         if batch and batch[0].rank == 0 and item.rank > 0:
             return batch, True  # no lower-class fill behind interactive: its batch stays small and quick
+        if lower_cap is not None and batch and batch[0].rank > 0 and len(batch) >= lower_cap:
+            return batch, True
         if item.deadline <= now:
             continue
         if len(batch) == limits.max_size or (batch and tokens + item.tokens > limits.max_tokens):

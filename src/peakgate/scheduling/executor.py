@@ -94,9 +94,11 @@ class Executor:
         while True:
             signal = self._signal.arm()
             now = self._clock.now()
-            reserve_until = self._reserve_until(now) if reserved else None
+            recent = self._reserve_until(now)
+            reserve_until = recent if reserved else None
             decision = plan(self._queue, now, self._config, self._backend.cost_model(),
-                            max_rank=0 if reserve_until is not None else None)
+                            max_rank=0 if reserve_until is not None else None,
+                            lower_cap=self._config.lower_batch_size_while_urgent if recent is not None else None)
             self._queue.drop(decision.expired, expired_error, "deadline")
             if isinstance(decision, Wait):
                 until = decision.until

@@ -141,3 +141,11 @@ async def test_interactive_batches_carry_no_lower_class_fill_and_go_at_once() ->
     q.take(first.items)
     later = batch(plan(q, 1.0, config(), ENGINE))
     assert [item.text for item in later.items] == ["b0", "b1", "b2"]
+
+
+async def test_lower_class_batches_are_capped_while_interactive_is_recent() -> None:
+    q = RequestQueue("m", 40)
+    fill(q, 20, priority="batch", text="b")
+    capped = batch(plan(q, 0.0, config(max_batch_size=32), ENGINE, lower_cap=8))
+    assert (len(capped.items), capped.trigger) == (8, "full")
+    assert len(batch(plan(q, 1.0, config(max_batch_size=32), ENGINE)).items) == 20

@@ -89,7 +89,7 @@ class Service:
         self._twins = int8_twins(settings.models)
         self._scheduler = Scheduler(
             self._backends, settings.batcher, settings.classes, self._clock, self.metrics, workers,
-            breakers=self._guard.breakers,
+            breakers=self._guard.breakers, limits=settings.resilience.concurrency,
         )
         self._router = TierRouter(settings, self._health, self._scheduler.oldest_wait_s, self.metrics)
         self.stores: Stores = open_stores(settings, self._clock, self.metrics)

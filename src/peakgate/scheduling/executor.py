@@ -11,6 +11,7 @@ from peakgate.config import BatcherConfig
 from peakgate.errors import BackendError, EngineTimeout, PeakgateError, Unavailable
 from peakgate.observe.metrics import Metrics
 from peakgate.resilience.breaker import CircuitBreaker, FailureKind
+from peakgate.resilience.concurrency import AdaptiveLimiter
 from peakgate.scheduling.batcher import BatchPlan, Wait, plan
 from peakgate.scheduling.queue import RequestQueue, WorkItem, expired_error
 from peakgate.scheduling.timing import wait_any
@@ -53,9 +54,13 @@ class Executor:
         concurrency: int = 1,
         batch_timeout_s: float | None = None,
         breaker: CircuitBreaker | None = None,
+        limiter: AdaptiveLimiter | None = None,
     ) -> None:
         self._queue = queue
         self._breaker = breaker
+        # Gradient2 limit on batches in flight: binds only when the engine has more workers than the limit
+        # (a remote pool); interactive batches on the reserved worker never wait for it.
+        self._limiter = limiter
         self._backend = backend
         self._config = config
         self._clock = clock
@@ -100,14 +105,34 @@ class Executor:
                             max_rank=0 if reserve_until is not None else None,
                             lower_cap=self._config.lower_batch_size_while_urgent if recent is not None else None)
             self._queue.drop(decision.expired, expired_error, "deadline")
+            limited = self._limiter is not None and reserve_until is None  # reserved interactive work is not
             if isinstance(decision, Wait):
                 until = decision.until
                 if reserve_until is not None:  # replan when the reservation lapses: lower classes may run then
                     until = reserve_until if until is None else min(until, reserve_until)
                 await wait_any([signal], self._clock, until)
+            elif limited and not self._try_slot():
+                await wait_any([signal], self._clock, None)  # a finishing batch fires the signal
             else:
                 self._queue.take(decision.items)
-                await self._run(decision)
+                if not limited:
+                    await self._run(decision)
+                    continue
+                outcome: tuple[float | None, bool] = (None, False)
+                try:
+                    outcome = await self._run(decision)
+                finally:
+                    self._release(len(decision.items), *outcome)
+
+    def _try_slot(self) -> bool:
+        return self._limiter is not None and self._limiter.try_acquire()
+
+    def _release(self, items: int, elapsed_s: float | None, timed_out: bool) -> None:
+        assert self._limiter is not None
+        # Per-sentence time, so batches of different sizes give comparable round-trip samples.
+        rtt = elapsed_s / max(1, items) if elapsed_s else None
+        self._limiter.release(rtt, dropped=timed_out)
+        self._signal.fire()
 
     def _reserve_until(self, now: float) -> float | None:
         """While interactive traffic is recent, when the reservation ends; None when it has lapsed."""
@@ -116,21 +141,24 @@ class Executor:
             return None
         return seen + self._config.reserve_window_s
 
-    async def _run(self, batch: BatchPlan) -> None:
+    async def _run(self, batch: BatchPlan) -> tuple[float | None, bool]:
+        """Run one batch; returns (engine seconds, or None when it never reached the engine; timed out)."""
         started = self._clock.now()
         if self._breaker is not None and not self._breaker.allow():
             # Open circuit: fail fast so callers fall back along their tier instead of waiting on a bad engine.
             retry = self._breaker.retry_after_s()
             self._fail(batch.items, Unavailable(f"{self._model} circuit is open; retry in {retry:.1f}s",
                                                 retry_after_s=retry))
-            return
+            return None, False
         self._observe_start(batch, started)
+        timed_out = False
         try:
             outputs = await self._call(batch, self._give_up_at(batch, started))
         except PeakgateError as exc:
             self._metrics.backend_errors.labels(self._model, exc.code).inc()
             self._record(exc)
             self._fail(batch.items, exc)
+            timed_out = isinstance(exc, EngineTimeout)
         except asyncio.CancelledError:
             self._fail(batch.items, Unavailable(f"scheduler for {self._model!r} closed while the batch was running"))
             raise
@@ -143,6 +171,7 @@ class Executor:
             elapsed = max(0.0, self._clock.now() - started)
             self._metrics.model_busy.labels(self._model).inc(elapsed)
             self._queue.drain.record(len(batch.items), elapsed)
+        return elapsed, timed_out
 
     def _record(self, error: PeakgateError) -> None:
         if self._breaker is None:

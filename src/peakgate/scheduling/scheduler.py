@@ -12,6 +12,8 @@ from peakgate.config import PRIORITY_ORDER, BatcherConfig, ClassConfig, Priority
 from peakgate.errors import ConfigError, DeadlineExceeded, Unavailable, UnknownModel
 from peakgate.observe.metrics import Metrics
 from peakgate.resilience.breaker import Breakers, CircuitBreaker
+from peakgate.resilience.concurrency import AdaptiveLimiter
+from peakgate.resilience.settings import ConcurrencyConfig
 from peakgate.scheduling import split
 from peakgate.scheduling.coalesce import Coalescer, normalize
 from peakgate.scheduling.executor import Executor
@@ -44,6 +46,7 @@ class Scheduler:
         *,
         batch_timeout_s: float | None = None,
         breakers: Breakers | None = None,
+        limits: ConcurrencyConfig | None = None,
     ) -> None:
         missing = [name for name in PRIORITY_ORDER if name not in classes]
         if missing:
@@ -62,6 +65,7 @@ class Scheduler:
                 model, backend, batcher=batcher, clock=clock, metrics=metrics,
                 concurrency=workers[model], batch_timeout_s=batch_timeout_s,
                 breaker=breakers.get(model) if breakers is not None else None,
+                limiter=AdaptiveLimiter(limits, clock) if limits is not None else None,
             )
             for model, backend in backends.items()
         }
@@ -156,6 +160,7 @@ class Scheduler:
 def _lane(
     model: str, backend: Backend, *, batcher: BatcherConfig, clock: Clock, metrics: Metrics,
     concurrency: int, batch_timeout_s: float | None, breaker: CircuitBreaker | None,
+    limiter: AdaptiveLimiter | None,
 ) -> _Lane:
     queue = RequestQueue(
         model, batcher.max_queue_len, workers=concurrency, lower_share=batcher.lower_class_queue_share,
@@ -164,7 +169,7 @@ def _lane(
     )
     executor = Executor(
         queue, backend, batcher, clock, metrics, concurrency=concurrency, batch_timeout_s=batch_timeout_s,
-        breaker=breaker,
+        breaker=breaker, limiter=limiter,
     )
     return _Lane(queue, Coalescer(queue, metrics), executor)
 

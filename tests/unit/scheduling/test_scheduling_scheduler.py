@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -22,6 +23,7 @@ from peakgate.errors import (
     UnknownModel,
 )
 from peakgate.observe.metrics import Metrics
+from peakgate.resilience.settings import ConcurrencyConfig
 from peakgate.scheduling import Scheduler
 
 
@@ -317,4 +319,28 @@ async def test_a_worker_stays_reserved_for_interactive_while_it_is_recent() -> N
     assert await waiting == ["<B2.>"]
     gate.set()
     assert await stuck == ["<B1.>"]
+    await h.scheduler.close()
+
+
+async def test_adaptive_limit_caps_batches_in_flight_and_frees_slots_on_timeouts() -> None:
+    limits = ConcurrencyConfig(initial_limit=2, min_limit=1, max_limit=2)
+    h = Harness(concurrency=4)
+    h.scheduler = Scheduler({MODEL: h.backend}, h.batcher, CLASSES, h.clock, h.metrics, 4, limits=limits,
+                            batch_timeout_s=1.0)
+    await h.scheduler.start()
+    gate = h.backend.hold()
+    tasks = []
+    for i in range(4):  # four batches' worth, one at a time so each forms its own batch
+        tasks.append(h.submit(f"B{i}.", priority="batch", within=60, split=False))
+        await settle()
+        await h.flush()
+    assert len(h.backend.calls) == 2  # four workers, but the limit lets two batches run
+    await advance(h.clock, 1.1)  # both time out (drops: the limit shrinks) and give their slots back
+    await settle()
+    gate.set()
+    await settle()
+    await h.flush()
+    results = await asyncio.gather(*tasks, return_exceptions=True)
+    assert sum(isinstance(r, EngineTimeout) for r in results) == 2
+    assert [r for r in results if not isinstance(r, BaseException)] == [["<B2.>"], ["<B3.>"]]
     await h.scheduler.close()

@@ -14,12 +14,10 @@ import json
 import os
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pytest
-from redis_harness import RedisServer, free_port, redis_server_binary
+from redis_harness import RedisServer
 
 from bench._http import Server, serve
 
@@ -101,20 +99,8 @@ def test_a_batch_job_survives_a_server_kill(tmp_path: Path) -> None:
     assert all(f"{i}" in t and "carpeta" in t for i, t in enumerate(translations))
 
 
-@pytest.fixture
-def redis() -> Iterator[RedisServer]:
-    binary = redis_server_binary()
-    if binary is None:
-        pytest.skip("redis-server not found (.ci/run installs it)")
-    server = RedisServer(binary, free_port())
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-def test_redis_gone_requests_still_served_and_errors_counted(redis: RedisServer) -> None:
+def test_redis_gone_requests_still_served_and_errors_counted(redis_server: RedisServer) -> None:
+    redis = redis_server
     config = APERTIUM_ONLY | {"cache": {"backend": "redis", "redis_url": redis.url}}
     with serve(config) as server:
         body = {"segments": ["Open the file."], "source": "en", "target": "es"}

@@ -5,20 +5,12 @@ The order is the one translate uses: redact PII → protect glossary terms → e
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import AsyncIterator
-from typing import TypeAlias
+from conftest import Engine
 
-import pytest
-
-from peakgate.backends.apertium import MODES_DIR, ApertiumBackend
 from peakgate.backends.base import DecodeOptions
-from peakgate.backends.ctranslate2_backend import CTranslate2Backend
-from peakgate.config import REPO_MODELS_DIR
 from peakgate.glossary import Entry, TermMatcher, restore_terms
 from peakgate.redaction import RedactionConfig, Redactor, restore
 
-INT8 = REPO_MODELS_DIR / "student-en-es-int8"
 OPTS = DecodeOptions(beam_size=1, max_decoding_length=256)
 GLOSSARY = TermMatcher([Entry("server", "servidor central"), Entry("account", "cuenta de usuario")])
 SENTENCES = (
@@ -30,27 +22,6 @@ SENTENCES = (
     "My account number is on the server.",
 )
 
-Engine: TypeAlias = ApertiumBackend | CTranslate2Backend
-
-
-def _apertium() -> ApertiumBackend:
-    if shutil.which("apertium") is None or not (MODES_DIR / "eng-spa.mode").is_file():
-        pytest.skip("apertium eng-spa is not installed (.ci/run installs it)")
-    return ApertiumBackend("apertium-en-es", "eng-spa", "en", "es", pipelines=1)
-
-
-def _student() -> CTranslate2Backend:
-    if not (INT8 / "model.bin").is_file():
-        pytest.skip("the int8 student is not built (peakgate models build)")
-    return CTranslate2Backend("student-int8", INT8, "en", "es", compute_type="int8", intra_threads=2)
-
-
-@pytest.fixture(params=["apertium", "int8"])
-async def engine(request: pytest.FixtureRequest) -> AsyncIterator[Engine]:
-    backend: Engine = _apertium() if request.param == "apertium" else _student()
-    await backend.start()
-    yield backend
-    await backend.close()
 
 
 async def test_target_terms_and_pii_appear_in_real_engine_output(engine: Engine) -> None:

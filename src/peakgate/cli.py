@@ -133,6 +133,7 @@ def _tm(args: argparse.Namespace) -> int:
 
     from peakgate.memory import TranslationMemory
     from peakgate.memory.tm import build_store
+    from peakgate.redaction.policy import build_redactors
 
     settings = load_settings(args.config)
     path = settings.store_path(settings.tm.path, "tm.sqlite3")
@@ -144,10 +145,12 @@ def _tm(args: argparse.Namespace) -> int:
             count = memory.export_tmx(out, tenant=args.tenant, source_lang=args.source, target_lang=args.target)
             print(f"exported {count} entries from {path}", file=sys.stderr)
             return 0
+        redactor = build_redactors(settings.redaction).redactor_for(args.tenant)
         with tqdm(total=args.file.stat().st_size if args.file.exists() else None, unit="B", unit_scale=True,
                   desc=f"import {args.file.name}", file=sys.stderr) as bar:
             report = memory.import_tmx(args.file, tenant=args.tenant,
-                                       progress=lambda p: bar.update(p.bytes_read - bar.n))
+                                       progress=lambda p: bar.update(p.bytes_read - bar.n),
+                                       transform=(lambda t: redactor.redact(t).text) if redactor.enabled else None)
         added = report.added
         skipped = ", ".join(f"{reason}: {n}" for reason, n in sorted(report.skipped.items())) or "none"
         print(f"{report.tus} translation units: {added.inserted} added, {added.updated} updated, "

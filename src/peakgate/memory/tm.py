@@ -150,11 +150,12 @@ class TranslationMemory:
             raise (InputTooLarge if too_big else BadRequest)(f"translation memory correction rejected: {problem}")
         return self._store.add_many([entry])
 
-    def import_tmx(self, path: Path, *, tenant: str = SHARED_TENANT,
-                   progress: ProgressFn | None = None) -> ImportReport:
-        """One TMX file, all or nothing; raises TmxError (nothing committed) when the XML is malformed."""
+    def import_tmx(self, path: Path, *, tenant: str = SHARED_TENANT, progress: ProgressFn | None = None,
+                   transform: Callable[[str], str] | None = None) -> ImportReport:
+        """One TMX file, all or nothing; raises TmxError (nothing committed) when the XML is malformed.
+        `transform` rewrites every text before it is stored (PII redaction)."""
         opts = TmxOptions(tenant=tenant, max_entry_chars=self._config.max_entry_chars,
-                          created_at=self._wall_clock().isoformat())
+                          created_at=self._wall_clock().isoformat(), transform=transform)
         return import_tmx(self._store, path, opts, progress)
 
     def export_tmx(self, out: Path | TextIO, *, tenant: str | None = None, source_lang: str | None = None,

@@ -13,6 +13,7 @@ ElementTree never fetches external entities, and expat >= 2.4 bounds entity expa
 
 from __future__ import annotations
 
+import dataclasses
 import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -44,6 +45,9 @@ class TmxOptions:
     max_entry_chars: int = 5_000
     keep_region: bool = False  # False: "en-US" is stored as "en", where serving pairs look
     created_at: str = ""  # used when a <tu> has no creationdate
+    # Applied to every source and target before storing: PII de-identification, so imported rows match the
+    # redacted queries they will be looked up with, and raw values never reach the database.
+    transform: Callable[[str], str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,7 +249,11 @@ def import_tmx(store: TmStore, path: Path, opts: TmxOptions, progress: ProgressF
                 counts["tus"] += 1
                 counts["entries"] += len(tu.entries)
                 skipped.update(tu.skips)
-                yield from tu.entries
+                if opts.transform is None:
+                    yield from tu.entries
+                else:
+                    f = opts.transform
+                    yield from (dataclasses.replace(e, source=f(e.source), target=f(e.target)) for e in tu.entries)
                 if counts["tus"] % _PROGRESS_EVERY == 0:
                     report()
 

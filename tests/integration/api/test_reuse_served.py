@@ -21,6 +21,8 @@ TMX = """<?xml version="1.0" encoding="UTF-8"?>
  creationtool="test" creationtoolversion="1"/><body>
 <tu><tuv xml:lang="en"><seg>Open the settings window</seg></tuv>
     <tuv xml:lang="es"><seg>Abra la ventana de configuración</seg></tuv></tu>
+<tu><tuv xml:lang="en"><seg>Write to john.doe@example.com today</seg></tuv>
+    <tuv xml:lang="es"><seg>Escriba hoy a john.doe@example.com</seg></tuv></tu>
 <tu><tuv xml:lang="en"><seg></seg></tuv><tuv xml:lang="es"><seg>vacío</seg></tuv></tu>
 </body></tmx>
 """
@@ -46,7 +48,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, R
     imported = subprocess.run([sys.executable, "-m", "peakgate.cli", "tm", "import", str(tmx), "--config",
                                str(config_file)], capture_output=True, timeout=60, check=False)
     assert imported.returncode == 0, imported.stderr
-    assert b"1 added" in imported.stderr and b"empty: 1" in imported.stderr
+    assert b"2 added" in imported.stderr and b"empty: 1" in imported.stderr
     try:
         with serve(config, log=log) as server:
             yield server, redis, data, log
@@ -84,6 +86,13 @@ def test_imported_tm_serves_exact_and_repairs_one_span(served: tuple[Server, Red
     assert str(repaired["text"]).startswith("Abra la ") and "configuración" in str(repaired["text"])
     assert "ventana" not in str(repaired["text"])
     assert 0.75 <= float(str(repaired["tm_score"])) < 1.0
+
+
+def test_imported_pii_is_stored_redacted_and_still_matches(served: tuple[Server, RedisServer, Path, Path]) -> None:
+    # The import stored "Write to [P1] today": the query is redacted the same way, so it matches, and the
+    # value put back is the caller's own.
+    hit, = translate(served[0], "Write to maria@example.org today")
+    assert (hit["text"], hit["origin"]) == ("Escriba hoy a maria@example.org", "tm_exact")
 
 
 def test_a_correction_wins_over_engine_output(served: tuple[Server, RedisServer, Path, Path]) -> None:

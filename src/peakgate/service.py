@@ -25,7 +25,7 @@ from peakgate.glossary import GlossaryStore, Shielded, shield, unshield
 from peakgate.jobs.config import JobsConfig
 from peakgate.jobs.runner import JobRunner, via_pipeline
 from peakgate.jobs.store import JobStore
-from peakgate.memory import AddResult
+from peakgate.memory import AddResult, TranslationMemory
 from peakgate.observe.metrics import Metrics
 from peakgate.resilience.degrade import Degradation, int8_twins, map_chain
 from peakgate.resilience.guard import OverloadGuard
@@ -93,6 +93,7 @@ class Service:
         )
         self._router = TierRouter(settings, self._health, self._scheduler.oldest_wait_s, self.metrics)
         self.stores: Stores = open_stores(settings, self._clock, self.metrics)
+        self._tm_refresh: asyncio.Task[None] | None = None
         cache = self.stores.cache if settings.cache.enabled else None
         self._reuse = Reuse(cache, self.stores.memory, settings.cache, self.metrics)
         # Accepted jobs run on the trusted path (already admitted) at batch priority, pausing for interactive load.
@@ -109,6 +110,15 @@ class Service:
     @property
     def jobs_config(self) -> JobsConfig:
         return self.settings.jobs
+
+    async def _refresh_tm(self, memory: TranslationMemory) -> None:
+        """Index what `peakgate tm import` (another process) added, so fuzzy matches see it without a restart."""
+        while True:
+            await self._clock.sleep(self.settings.tm.refresh_s)
+            try:
+                await asyncio.to_thread(memory.refresh)
+            except PeakgateError as exc:
+                _log.warning("translation memory refresh failed: %s", exc.message)
 
     @property
     def glossaries(self) -> GlossaryStore:
@@ -128,12 +138,18 @@ class Service:
                 self._started.add(name)
         await self._scheduler.start()
         self._guard.start()
+        if self.stores.memory is not None:
+            self._tm_refresh = asyncio.create_task(self._refresh_tm(self.stores.memory), name="peakgate-tm-refresh")
         if self.settings.jobs.enabled:
             await self.job_runner.start()
 
     async def close(self) -> None:
         await self.job_runner.close()
         await self._guard.close()
+        if self._tm_refresh is not None:
+            self._tm_refresh.cancel()
+            await asyncio.gather(self._tm_refresh, return_exceptions=True)
+            self._tm_refresh = None
         await self._scheduler.close()
         await asyncio.gather(*(b.close() for b in self._backends.values()), return_exceptions=True)
         self._started.clear()

@@ -24,3 +24,4 @@ class TmConfig(BaseModel):
     # so a wide pool is cheap: 1500 keeps p99 ~2-3 ms over 100k entries (bench/tm_fuzzy.py) and found the
     # brute-force best on every bench query, where 20 missed ~13 % of them.
     max_candidates: int = Field(default=1_500, ge=1)
+    refresh_s: float = Field(default=10.0, gt=0)  # how often a server indexes rows other processes imported

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import logging
 import sys
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
@@ -200,6 +201,8 @@ async def _translate(args: argparse.Namespace, stdin: BinaryIO, stdout: TextIO) 
     settings = restrict(load_settings(args.config), args.model, args.tier)
     priority: PriorityClass = args.priority
     principal = Principal(key=None, tenant=_CLI_PRINCIPAL, priority=priority)
+    # A local CLI run never serves HTTP: the open-dev-mode warning meant for servers would only be noise.
+    logging.getLogger("peakgate.admission.keys").setLevel(logging.ERROR)
     service = Service(settings)
     await service.start()
     try:

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import httpx
+from openai_stub import running_stub
 from redis_harness import RedisServer
 
 from bench._http import Server, serve
@@ -131,3 +132,41 @@ def test_full_queue_answers_with_retry_after_not_a_hang() -> None:
     assert all(float(r.headers["Retry-After"]) >= 1 for r in refused)
     assert all(json.loads(r.content)["error"]["message"] for r in refused)
     assert statuses <= {200, 429, 503}
+
+
+def breaker_state(server: Server, model: str) -> float | None:
+    for line in httpx.get(f"{server.url}/metrics").text.splitlines():
+        if line.startswith(f'peakgate_breaker_state{{model="{model}"}}'):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def test_failing_upstream_opens_its_breaker_falls_back_and_recovers() -> None:
+    with running_stub() as stub:
+        config = {
+            "models": [
+                {"name": "llm", "engine": "openai", "source": "en", "target": "es", "base_url": stub.base_url,
+                 "api_key": "k", "upstream_model": "stub-ok", "timeout_s": 2.0},
+                APERTIUM_ONLY["models"][0],  # type: ignore[index]
+            ],
+            "tiers": {"large": ["llm", "apertium-en-es"]}, "default_tier": "large",
+            "resilience": {"breaker": {"window_kind": "count", "window_size": 4, "min_requests": 4, "open_s": 1.0,
+                                       "max_open_s": 1.0, "half_open_probes": 1}},
+        }
+        with serve(config) as server:
+            def served_by(text: str) -> str:
+                reply = post(server, "/v1/translate", {"segments": [text], "source": "en", "target": "es"})
+                assert reply.status_code == 200, reply.text
+                return str(reply.json()["translations"][0]["model"])
+
+            assert served_by("Open the file.") == "llm"
+            stub.failing = True
+            assert all(served_by(f"Close window {i}.") == "apertium-en-es" for i in range(4))  # fallback serves
+            assert breaker_state(server, "llm") == 2.0  # open
+            calls = len(stub.requests)
+            assert served_by("Print the page.") == "apertium-en-es"
+            assert len(stub.requests) == calls  # open: the upstream is not even called
+            stub.failing = False
+            time.sleep(1.2)  # open_s passes: the next call is a half-open probe, which succeeds
+            assert served_by("Save the file.") == "llm"
+            assert breaker_state(server, "llm") == 0.0

@@ -1,101 +1,35 @@
 """CONTRACT TEST: OpenAIBackend against a local stub of `/v1/chat/completions`.
 
-The stub (Starlette on uvicorn, 127.0.0.1, a background thread) answers in the real chat-completion
-shape. The first tests check that shape with the official `openai` client, so the stub is pinned to
+The stub (`openai_stub.py`: Starlette on uvicorn, 127.0.0.1, a background thread) answers in the real
+chat-completion shape. The first tests check that shape with the official `openai` client, so the stub is pinned to
 the real API and the backend tests after them exercise a faithful upstream. The stub's behaviour is
 picked by the requested model name: `stub-ok`, `stub-500`, `stub-slow`, `stub-malformed`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import socket
-import threading
 import time
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 import openai
 import pytest
-import uvicorn
 from openai.types.chat import ChatCompletion
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
-from starlette.routing import Route
+from openai_stub import SLOW_S, STARTUP_S, Stub, running_stub
 
 from peakgate.backends.base import DecodeOptions, Health
 from peakgate.backends.openai_backend import OpenAIBackend
 from peakgate.errors import BackendError, EngineTimeout, Unavailable
 
-SLOW_S = 1.0
 TIMEOUT_S = 0.2
-STARTUP_S = 10.0
 API_KEY = "sk-contract-test"
-
-
-def _completion(model: str, content: str) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-stub",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-    }
-
-
-@dataclass
-class Stub:
-    base_url: str
-    requests: list[tuple[dict[str, str], dict[str, Any]]] = field(default_factory=list)  # (headers, body)
-
-
-def _app(stub_requests: list[tuple[dict[str, str], dict[str, Any]]]) -> Starlette:
-    async def chat_completions(request: Request) -> Response:
-        body = await request.json()
-        stub_requests.append((dict(request.headers), body))
-        model = body["model"]
-        if model == "stub-500":
-            return PlainTextResponse("upstream exploded", status_code=500)
-        if model == "stub-malformed":
-            return PlainTextResponse("{not json", media_type="application/json")
-        if model == "stub-slow":
-            await asyncio.sleep(SLOW_S)
-        user_text = next(m["content"] for m in body["messages"] if m["role"] == "user")
-        return JSONResponse(_completion(model, f"ES[{user_text}]\n"))
-
-    return Starlette(routes=[Route("/v1/chat/completions", chat_completions, methods=["POST"])])
 
 
 @pytest.fixture(scope="module")
 def stub() -> Iterator[Stub]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    result = Stub(base_url=f"http://127.0.0.1:{port}/v1")
-    config = uvicorn.Config(
-        _app(result.requests), log_level="warning", lifespan="off", ws="none", loop="asyncio",
-        timeout_graceful_shutdown=2,
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + STARTUP_S
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            server.should_exit = True
-            sock.close()
-            pytest.fail("contract stub server did not start")
-        time.sleep(0.01)
-    try:
-        yield result
-    finally:
-        server.should_exit = True
-        thread.join(timeout=STARTUP_S)
-        sock.close()
+    with running_stub() as running:
+        yield running
 
 
 @pytest.fixture

@@ -410,3 +410,33 @@ def metric(samples: dict[tuple[str, frozenset[tuple[str, str]]], float], name: s
     """The sum of `name`'s samples whose labels include `labels` (0.0 when there are none)."""
     wanted = set(labels.items())
     return sum(v for (n, ls), v in samples.items() if n == name and wanted <= ls)
+
+
+@contextlib.contextmanager
+def serve_in_thread(app: object, ready_s: float = 10.0) -> Iterator[str]:
+    """Run an ASGI app on uvicorn in a daemon thread on a free 127.0.0.1 port; yield its base URL.
+
+    For tests that need a real HTTP server but not a separate process (stubs, routes built alone).
+    """
+    import threading
+
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(app, log_level="warning", ws="none", loop="asyncio",  # type: ignore[arg-type]
+                            timeout_graceful_shutdown=2)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + ready_s
+    try:
+        while not server.started:
+            if time.monotonic() > deadline or not thread.is_alive():
+                raise RuntimeError(f"in-thread server did not start within {ready_s} s")
+            time.sleep(0.01)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=ready_s)
+        sock.close()

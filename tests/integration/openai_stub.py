@@ -10,19 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
+
+from bench._http import serve_in_thread
 
 SLOW_S = 1.0
 STARTUP_S = 10.0
@@ -65,26 +63,7 @@ def _app(stub: Stub) -> Starlette:
 
 @contextlib.contextmanager
 def running_stub() -> Iterator[Stub]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    result = Stub(base_url=f"http://127.0.0.1:{port}/v1")
-    config = uvicorn.Config(
-        _app(result), log_level="warning", lifespan="off", ws="none", loop="asyncio", timeout_graceful_shutdown=2,
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + STARTUP_S
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            server.should_exit = True
-            sock.close()
-            pytest.fail("contract stub server did not start")
-        time.sleep(0.01)
-    try:
-        yield result
-    finally:
-        server.should_exit = True
-        thread.join(timeout=STARTUP_S)
-        sock.close()
+    stub = Stub(base_url="")
+    with serve_in_thread(_app(stub), STARTUP_S) as url:
+        stub.base_url = f"{url}/v1"
+        yield stub

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 import types
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -15,10 +14,9 @@ from pathlib import Path
 import deepl
 import deepl.translator
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 
-from bench._http import free_port
+from bench._http import serve_in_thread
 from peakgate.api.documents import document_operations
 from peakgate.api.endpoint import to_route
 from peakgate.clock import MonotonicClock
@@ -65,17 +63,8 @@ def server_url(tmp_path: Path) -> Iterator[str]:
 
     app = Starlette(routes=[to_route(op, service.metrics) for op in document_operations(service)],
                     lifespan=lifespan)
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10.0
-    while not server.started and thread.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert server.started, "uvicorn did not start within 10s"
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serve_in_thread(app) as url:
+        yield url
     store.close()
 
 

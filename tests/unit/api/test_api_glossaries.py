@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -13,10 +10,10 @@ from pathlib import Path
 import deepl
 import msgspec
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
+from bench._http import serve_in_thread
 from peakgate.api.contract import Language
 from peakgate.api.endpoint import to_route
 from peakgate.api.glossaries import glossary_operations
@@ -158,26 +155,8 @@ def test_operations_document_in_openapi(tmp_path: Path) -> None:
 
 @pytest.fixture
 def server_url(tmp_path: Path) -> Iterator[str]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(_app(tmp_path), log_level="warning", lifespan="off", ws="none", loop="asyncio",
-                            timeout_graceful_shutdown=2)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            server.should_exit = True
-            sock.close()
-            pytest.fail("glossary test server did not start")
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
+    with serve_in_thread(_app(tmp_path)) as url:
+        yield url
 
 
 def test_official_deepl_sdk_round_trip(server_url: str) -> None:

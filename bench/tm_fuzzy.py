@@ -144,12 +144,12 @@ def run(rows: Sequence[DevRow], workdir: Path, *, n_entries: int, n_queries: int
     pairs = synthesize(rows, n_entries, seed)
     entries = [TmEntry("en", "es", s, t, origin="import", created_at="2026-01-01T00:00:00+00:00") for s, t in pairs]
     t0 = time.perf_counter()
-    tm = build_memory(config, workdir)
+    tm = build_memory(config, workdir / "tm.sqlite3")
     tm.add_many(entries)
     build_s = time.perf_counter() - t0
     tm.close()
     t0 = time.perf_counter()
-    tm = build_memory(config, workdir)  # reopen: the fuzzy index is rebuilt from the file
+    tm = build_memory(config, workdir / "tm.sqlite3")  # reopen: the fuzzy index is rebuilt from the file
     reopen_s = time.perf_counter() - t0
     queries = make_queries(pairs, rows, n_queries, seed)
     lookup_ms, hits = [], 0

@@ -132,14 +132,13 @@ def _models(args: argparse.Namespace) -> int:
 def _tm(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from peakgate.memory import TranslationMemory
-    from peakgate.memory.tm import build_store
+    from peakgate.memory import build_memory
     from peakgate.redaction.policy import build_redactors
 
     settings = load_settings(args.config)
     path = settings.store_path(settings.tm.path, "tm.sqlite3")
     assert path is not None  # load_settings always sets data_dir
-    memory = TranslationMemory(build_store(settings.tm, path), settings.tm)
+    memory = build_memory(settings.tm, path)
     try:
         if args.tm_command == "export":
             out = args.out if args.out is not None else sys.stdout

@@ -13,9 +13,8 @@ from peakgate.cache import CacheMetrics, TranslationCache, build_cache
 from peakgate.clock import Clock
 from peakgate.config import Settings
 from peakgate.glossary import GlossaryResolver, GlossaryStore, build_glossary_store
-from peakgate.jobs.store import JobStore, SqliteJobStore
-from peakgate.memory import TranslationMemory
-from peakgate.memory.tm import build_store
+from peakgate.jobs.store import JobStore, open_store
+from peakgate.memory import TranslationMemory, build_memory
 from peakgate.observe.metrics import Metrics
 from peakgate.redaction.policy import TenantRedactors, build_redactors
 
@@ -44,12 +43,9 @@ def open_stores(settings: Settings, clock: Clock, metrics: Metrics) -> Stores:
     memory = None
     if settings.tm.enabled:
         path = settings.store_path(settings.tm.path, "tm.sqlite3") or _IN_MEMORY
-        memory = TranslationMemory(build_store(settings.tm, path), settings.tm)
+        memory = build_memory(settings.tm, path)
     glossary_path = settings.store_path(settings.glossary.path, "glossaries.sqlite3")
     kind = settings.glossary.store if glossary_path is not None else "memory"
     glossaries = build_glossary_store(kind, glossary_path)
-    jobs_path = settings.store_path(settings.jobs.path, "jobs.sqlite3")
-    if jobs_path is not None:
-        jobs_path.parent.mkdir(parents=True, exist_ok=True)
-    jobs = SqliteJobStore(jobs_path or _IN_MEMORY)
+    jobs = open_store(settings.jobs, settings.store_path(settings.jobs.path, "jobs.sqlite3"))
     return Stores(cache, memory, glossaries, GlossaryResolver(glossaries), build_redactors(settings.redaction), jobs)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -15,7 +17,7 @@ def run(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
 
 
 @pytest.mark.parametrize("command", [(), ("serve",), ("models",), ("models", "list"), ("models", "build"),
-                                     ("translate",)])
+                                     ("translate",), ("tm",), ("tm", "import"), ("tm", "export")])
 def test_every_command_has_help(command: tuple[str, ...]) -> None:
     out = run(*command, "--help")
     assert out.returncode == 0
@@ -63,3 +65,15 @@ def test_bad_input_exits_2_with_a_clear_message(args: tuple[str, ...], stdin: by
     out = run("translate", *args, stdin=stdin)
     assert out.returncode == 2
     assert message in out.stderr
+
+
+def test_tm_import_of_a_broken_file_exits_2_and_says_why(tmp_path: Path) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"data_dir": str(tmp_path / "data")}))
+    broken = tmp_path / "broken.tmx"
+    broken.write_text('<?xml version="1.0"?><tmx version="1.4"><body><tu><tuv xml:lang="en"><seg>Hi')
+    out = run("tm", "import", str(broken), "--config", str(config))
+    assert out.returncode == 2
+    assert b"broken.tmx" in out.stderr and b"peakgate: error:" in out.stderr
+    missing = run("tm", "import", str(tmp_path / "nope.tmx"), "--config", str(config))
+    assert missing.returncode == 2 and b"nope.tmx" in missing.stderr

@@ -55,3 +55,11 @@ def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
 def test_settings_are_frozen() -> None:
     with pytest.raises(ValueError, match="frozen"):
         Settings().port = 1  # type: ignore[misc]
+
+
+def test_store_paths_live_under_the_data_dir_or_in_memory(tmp_path: Path) -> None:
+    on_disk = Settings(data_dir=tmp_path)
+    assert on_disk.store_path(None, "tm.sqlite3") == tmp_path / "tm.sqlite3"
+    assert on_disk.store_path(Path("x/tm.db"), "tm.sqlite3") == tmp_path / "x" / "tm.db"
+    assert Settings(data_dir=Path("elsewhere")).store_path(tmp_path / "abs.db", "tm.sqlite3") == tmp_path / "abs.db"
+    assert Settings().store_path(None, "tm.sqlite3") is None  # programmatic settings: in memory

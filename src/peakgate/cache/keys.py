@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import NamedTuple
@@ -166,18 +167,18 @@ def _has_two_cased(text: str, first: int) -> bool:
 
 
 def _lower(text: str, casing: Casing) -> str:
-    if casing is Casing.UPPER:
-        return text.lower()
-    if casing is Casing.FIRST:
-        i = _first_cased(text)
-        return text if i < 0 else text[:i] + text[i].lower() + text[i + 1 :]
-    return text
+    return _cased(text, casing, str.lower)
 
 
 def _recase(text: str, casing: Casing) -> str:
+    return _cased(text, casing, str.upper)
+
+
+def _cased(text: str, casing: Casing, change: Callable[[str], str]) -> str:
+    """`change` applied where `casing` says the case lives: everywhere (UPPER) or the first cased letter."""
     if casing is Casing.UPPER:
-        return text.upper()
+        return change(text)
     if casing is Casing.FIRST:
         i = _first_cased(text)
-        return text if i < 0 else text[:i] + text[i].upper() + text[i + 1 :]
+        return text if i < 0 else text[:i] + change(text[i]) + text[i + 1 :]
     return text

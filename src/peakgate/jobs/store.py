@@ -241,11 +241,11 @@ def _load(db: sqlite3.Connection, job_id: str) -> Job:
     return job
 
 
-def open_store(config: JobsConfig, data_dir: Path, *, wall: WallClock = time.time) -> JobStore:
-    """The factory, keyed by `config.backend`."""
+def open_store(config: JobsConfig, path: Path | None, *, wall: WallClock = time.time) -> JobStore:
+    """The factory, keyed by `config.backend`; `path` as `Settings.store_path` resolved it (None: in memory)."""
     if config.backend == "sqlite":
-        path = config.path or Path("jobs.sqlite3")
-        path = path if path.is_absolute() else data_dir / path
+        if path is None:
+            return SqliteJobStore(":memory:", wall=wall)
         path.parent.mkdir(parents=True, exist_ok=True)
         return SqliteJobStore(path, wall=wall)
     raise JobStoreError(f"unknown job store backend {config.backend!r}")  # unreachable while the Literal holds

@@ -4,7 +4,7 @@ from peakgate.memory.entry import AddResult, Origin, TmEntry, TmMatch
 from peakgate.memory.repair import TranslateFn
 from peakgate.memory.settings import TmConfig
 from peakgate.memory.store import Scope, TmStore, TmStoreError
-from peakgate.memory.tm import TmResult, TranslationMemory, build_memory, resolve_path
+from peakgate.memory.tm import TmResult, TranslationMemory, build_memory
 from peakgate.memory.tmx import ImportProgress, ImportReport, TmxError
 
 __all__ = [
@@ -23,5 +23,4 @@ __all__ = [
     "TranslateFn",
     "TranslationMemory",
     "build_memory",
-    "resolve_path",
 ]

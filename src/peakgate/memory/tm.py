@@ -193,13 +193,6 @@ class TranslationMemory:
         self._store.close()
 
 
-def resolve_path(config: TmConfig, data_dir: Path) -> Path:
-    if config.path is None:
-        return data_dir / "tm.sqlite3"
-    path = config.path.expanduser()
-    return path if path.is_absolute() else data_dir / path
-
-
 def build_store(config: TmConfig, path: Path) -> TmStore:
     match config.backend:
         case "sqlite":
@@ -207,5 +200,6 @@ def build_store(config: TmConfig, path: Path) -> TmStore:
     raise ConfigError(f"unknown translation-memory backend {config.backend!r}")  # pragma: no cover
 
 
-def build_memory(config: TmConfig, data_dir: Path, *, wall_clock: WallClock = utc_now) -> TranslationMemory:
-    return TranslationMemory(build_store(config, resolve_path(config, data_dir)), config, wall_clock=wall_clock)
+def build_memory(config: TmConfig, path: Path, *, wall_clock: WallClock = utc_now) -> TranslationMemory:
+    """`path` as `Settings.store_path` resolved it; sqlite's ":memory:" for a private in-memory TM."""
+    return TranslationMemory(build_store(config, path), config, wall_clock=wall_clock)

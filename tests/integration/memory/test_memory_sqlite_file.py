@@ -25,7 +25,7 @@ def dev_pairs() -> list[tuple[str, str]]:
 
 
 def open_tm(data_dir: Path, **overrides: object) -> TranslationMemory:
-    return build_memory(TmConfig.model_validate(overrides), data_dir, wall_clock=lambda: NOW)
+    return build_memory(TmConfig.model_validate(overrides), data_dir / "tm.sqlite3", wall_clock=lambda: NOW)
 
 
 def tmx_file(path: Path, tus: list[str], srclang: str = "en") -> Path:

@@ -123,8 +123,8 @@ def test_store_errors_are_job_store_errors(tmp_path: Path) -> None:
         SqliteJobStore(tmp_path / "no" / "such" / "dir" / "jobs.db")
 
 
-def test_factory_puts_relative_paths_under_the_data_dir(tmp_path: Path) -> None:
-    store = open_store(JobsConfig(path=Path("sub/jobs.db")), tmp_path)
+def test_factory_makes_the_folder_and_opens_in_wal_mode(tmp_path: Path) -> None:
+    store = open_store(JobsConfig(), tmp_path / "sub" / "jobs.db")
     store.create(_batch("a"))
     store.close()
     assert (tmp_path / "sub" / "jobs.db").exists()

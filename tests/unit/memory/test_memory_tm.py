@@ -9,22 +9,16 @@ import pytest
 from memory_fakes import FakeTranslator, entry
 
 from peakgate.errors import BadRequest, InputTooLarge
-from peakgate.memory import AddResult, TmConfig, TranslationMemory, build_memory, resolve_path
+from peakgate.memory import AddResult, TmConfig, TranslationMemory, build_memory
 
 FIXED = datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
 
 
 @pytest.fixture
 def tm(tmp_path: Path) -> Iterator[TranslationMemory]:
-    memory = build_memory(TmConfig(max_entry_chars=100), tmp_path, wall_clock=lambda: FIXED)
+    memory = build_memory(TmConfig(max_entry_chars=100), tmp_path / "tm.sqlite3", wall_clock=lambda: FIXED)
     yield memory
     memory.close()
-
-
-def test_build_memory_resolves_the_path(tmp_path: Path) -> None:
-    assert resolve_path(TmConfig(), tmp_path) == tmp_path / "tm.sqlite3"
-    assert resolve_path(TmConfig(path=Path("x/tm.db")), tmp_path) == tmp_path / "x" / "tm.db"
-    assert resolve_path(TmConfig(path=tmp_path / "abs.db"), Path("elsewhere")) == tmp_path / "abs.db"
 
 
 def test_add_stamps_with_the_injected_wall_clock_and_normalizes_langs(tm: TranslationMemory) -> None:
@@ -56,7 +50,7 @@ def test_exact_beats_fuzzy_and_misses_are_none(tm: TranslationMemory) -> None:
 
 
 def test_disabled_memory_finds_nothing(tmp_path: Path) -> None:
-    memory = build_memory(TmConfig(enabled=False), tmp_path)
+    memory = build_memory(TmConfig(enabled=False), tmp_path / "tm.sqlite3")
     memory.add("", "en", "es", "Open", "Abrir")
     assert memory.lookup("", "en", "es", "Open") is None
     memory.close()
@@ -96,7 +90,7 @@ async def test_lookup_or_repair_kinds(tm: TranslationMemory) -> None:
 
 
 async def test_repair_off_in_config_never_calls_the_engine(tmp_path: Path) -> None:
-    memory = build_memory(TmConfig(repair=False), tmp_path)
+    memory = build_memory(TmConfig(repair=False), tmp_path / "tm.sqlite3")
     memory.add_many([entry("Could not read the config file", "No se pudo leer el fichero de configuración")])
     fake = FakeTranslator({})
     got = await memory.lookup_or_repair("", "en", "es", "Could not read the log file", fake)

@@ -43,7 +43,7 @@ def open_stores(settings: Settings, clock: Clock, metrics: Metrics) -> Stores:
     memory = None
     if settings.tm.enabled:
         path = settings.store_path(settings.tm.path, "tm.sqlite3") or _IN_MEMORY
-        memory = build_memory(settings.tm, path)
+        memory = build_memory(settings.tm, path, clock=clock)
     glossary_path = settings.store_path(settings.glossary.path, "glossaries.sqlite3")
     kind = settings.glossary.store if glossary_path is not None else "memory"
     glossaries = build_glossary_store(kind, glossary_path)

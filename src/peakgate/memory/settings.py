@@ -25,3 +25,6 @@ class TmConfig(BaseModel):
     # brute-force best on every bench query, where 20 missed ~13 % of them.
     max_candidates: int = Field(default=1_500, ge=1)
     refresh_s: float = Field(default=10.0, gt=0)  # how often a server indexes rows other processes imported
+    # Exact lookups skip scopes with no entries; the list of those is re-read from the file at most this often,
+    # so a scope a `tm import` in another process creates serves exact hits within this delay.
+    scope_recheck_s: float = Field(default=0.05, ge=0)

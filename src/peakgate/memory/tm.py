@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, TextIO
 
+from peakgate.clock import Clock
 from peakgate.errors import BadRequest, ConfigError, InputTooLarge
 from peakgate.memory.entry import SHARED_TENANT, AddResult, Origin, TmEntry, TmMatch
 from peakgate.memory.fuzzy import FuzzyIndex
@@ -193,13 +194,15 @@ class TranslationMemory:
         self._store.close()
 
 
-def build_store(config: TmConfig, path: Path) -> TmStore:
+def build_store(config: TmConfig, path: Path, clock: Clock | None = None) -> TmStore:
     match config.backend:
         case "sqlite":
-            return SqliteTmStore(path, index=FuzzyIndex(max_candidates=config.max_candidates))
+            return SqliteTmStore(path, index=FuzzyIndex(max_candidates=config.max_candidates), clock=clock,
+                                 scope_recheck_s=config.scope_recheck_s)
     raise ConfigError(f"unknown translation-memory backend {config.backend!r}")  # pragma: no cover
 
 
-def build_memory(config: TmConfig, path: Path, *, wall_clock: WallClock = utc_now) -> TranslationMemory:
+def build_memory(config: TmConfig, path: Path, *, wall_clock: WallClock = utc_now,
+                 clock: Clock | None = None) -> TranslationMemory:
     """`path` as `Settings.store_path` resolved it; sqlite's ":memory:" for a private in-memory TM."""
-    return TranslationMemory(build_store(config, path), config, wall_clock=wall_clock)
+    return TranslationMemory(build_store(config, path, clock), config, wall_clock=wall_clock)

@@ -7,7 +7,7 @@ import logging
 
 from peakgate.backends.base import Backend
 from peakgate.clock import Clock
-from peakgate.config import BatcherConfig
+from peakgate.config import PRIORITY_ORDER, BatcherConfig
 from peakgate.errors import BackendError, EngineTimeout, PeakgateError, Unavailable
 from peakgate.observe.metrics import Metrics
 from peakgate.resilience.breaker import CircuitBreaker, FailureKind
@@ -36,7 +36,11 @@ class _Signal:
 
 
 class Executor:
-    """Runs one model's queue through its backend with `concurrency` workers.
+    """Runs one model's queue through its backend: `concurrency` batches side by side (the engine's replicas)
+    plus `config.lookahead_batches` handed over early so that no replica waits on the event loop.
+
+    While interactive traffic is recent, lower-class batches hold at most `concurrency - reserved_workers`
+    of those slots (never all), so an interactive batch never waits behind a lower-class one for a replica.
 
     A batch is given until the latest deadline among its items (capped by `batch_timeout_s`): past that no
     caller is waiting, so a stuck engine call is abandoned and the worker moves on. Callers never wait on the
@@ -69,6 +73,8 @@ class Executor:
         self._concurrency = max(1, concurrency)
         self._batch_timeout_s = batch_timeout_s
         self._signal = _Signal()
+        self._lower_slots = self._concurrency - min(config.reserved_workers, self._concurrency - 1)
+        self._lower_running = 0
         self._workers: list[asyncio.Task[None]] = []
         # Timed-out engine calls, kept referenced until they finish (the loop only holds tasks weakly).
         self._abandoned: set[asyncio.Task[list[str]]] = set()
@@ -76,9 +82,8 @@ class Executor:
     def start(self) -> None:
         if self._workers:
             return
-        reserved = min(self._config.reserved_workers, self._concurrency - 1)
-        for i in range(self._concurrency):
-            worker = asyncio.create_task(self._work(reserved=i < reserved), name=f"peakgate-{self._model}-worker-{i}")
+        for i in range(self._concurrency + self._config.lookahead_batches):
+            worker = asyncio.create_task(self._work(), name=f"peakgate-{self._model}-worker-{i}")
             worker.add_done_callback(self._worker_done)
             self._workers.append(worker)
 
@@ -95,12 +100,12 @@ class Executor:
         for call in list(self._abandoned):
             call.cancel()
 
-    async def _work(self, *, reserved: bool = False) -> None:
+    async def _work(self) -> None:
         while True:
             signal = self._signal.arm()
             now = self._clock.now()
             recent = self._reserve_until(now)
-            reserve_until = recent if reserved else None
+            reserve_until = recent if recent is not None and self._lower_running >= self._lower_slots else None
             decision = plan(self._queue, now, self._config, self._backend.cost_model(),
                             max_rank=0 if reserve_until is not None else None,
                             lower_cap=self._config.lower_batch_size_while_urgent if recent is not None else None)
@@ -115,14 +120,21 @@ class Executor:
                 await wait_any([signal], self._clock, None)  # a finishing batch fires the signal
             else:
                 self._queue.take(decision.items)
-                if not limited:
-                    await self._run(decision)
-                    continue
-                outcome: tuple[float | None, bool] = (None, False)
-                try:
-                    outcome = await self._run(decision)
-                finally:
-                    self._release(len(decision.items), *outcome)
+                await self._run_counted(decision, limited)
+
+    async def _run_counted(self, batch: BatchPlan, limited: bool) -> None:
+        """Run a batch, keeping the lower-class slot count and the adaptive limit's slot while it runs."""
+        lower = any(item.priority != PRIORITY_ORDER[0] for item in batch.items)
+        self._lower_running += lower
+        outcome: tuple[float | None, bool] = (None, False)
+        try:
+            outcome = await self._run(batch)
+        finally:
+            self._lower_running -= lower
+            if limited:
+                self._release(len(batch.items), *outcome)
+            elif lower:
+                self._signal.fire()  # a lower-class slot is free: workers held to interactive work replan
 
     def _try_slot(self) -> bool:
         return self._limiter is not None and self._limiter.try_acquire()

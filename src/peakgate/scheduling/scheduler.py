@@ -163,7 +163,9 @@ def _lane(
     limiter: AdaptiveLimiter | None,
 ) -> _Lane:
     queue = RequestQueue(
-        model, batcher.max_queue_len, workers=concurrency, lower_share=batcher.lower_class_queue_share,
+        # Drain rate per batch slot: a looked-ahead batch's time includes its wait behind a running one.
+        model, batcher.max_queue_len, workers=concurrency + batcher.lookahead_batches,
+        lower_share=batcher.lower_class_queue_share,
         on_length=metrics.queue_length.labels(model).set,
         on_drop=lambda reason, n: metrics.dropped.labels(model, reason).inc(n),
     )

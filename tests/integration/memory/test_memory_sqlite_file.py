@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from peakgate.clock import FakeClock
 from peakgate.memory import ImportProgress, TmConfig, TmEntry, TmxError, TranslationMemory, build_memory
 
 DEV_CANDIDATES = (
@@ -25,6 +26,7 @@ def dev_pairs() -> list[tuple[str, str]]:
 
 
 def open_tm(data_dir: Path, **overrides: object) -> TranslationMemory:
+    overrides.setdefault("scope_recheck_s", 0.0)  # these tests want another connection's commits seen at once
     return build_memory(TmConfig.model_validate(overrides), data_dir / "tm.sqlite3", wall_clock=lambda: NOW)
 
 
@@ -141,5 +143,27 @@ def test_exact_lookups_see_a_scope_another_process_created(tmp_path: Path) -> No
     cli.add("acme", "en", "fr", "Save the file", "Enregistrer le fichier", origin="human")
     found = server.exact("acme", "en", "fr", "Save the file")
     assert found is not None and found.entry.target == "Enregistrer le fichier"
+    cli.close()
+    server.close()
+
+
+
+def test_new_scopes_are_rechecked_at_most_every_scope_recheck_s(tmp_path: Path) -> None:
+    clock = FakeClock()
+    server = build_memory(TmConfig(scope_recheck_s=0.05), tmp_path / "tm.sqlite3", wall_clock=lambda: NOW,
+                          clock=clock)
+    statements: list[str] = []
+    server._store._db.set_trace_callback(statements.append)  # type: ignore[attr-defined]
+    for _ in range(10):  # 20 store lookups (own scope, then shared) inside one recheck window
+        assert server.exact("acme", "en", "fr", "Save the file") is None
+    assert sum("data_version" in s for s in statements) == 1
+    cli = open_tm(tmp_path)
+    cli.add("acme", "en", "fr", "Save the file", "Enregistrer le fichier", origin="human")
+    assert server.exact("acme", "en", "fr", "Save the file") is None  # not looked for yet: within the window
+    clock.advance(0.05)
+    found = server.exact("acme", "en", "fr", "Save the file")
+    assert found is not None and found.entry.target == "Enregistrer le fichier"
+    server.add("beta", "en", "fr", "Open", "Ouvrir")  # our own commit is seen at once, window or not
+    assert server.exact("beta", "en", "fr", "Open") is not None
     cli.close()
     server.close()

@@ -93,7 +93,8 @@ class FakeBackend:
 
 
 class Harness:
-    """A started Scheduler on a FakeClock with one FakeBackend; defaults batch on the delay alone."""
+    """A started Scheduler on a FakeClock with one FakeBackend; defaults batch on the delay alone and hand the
+    backend no batches ahead (the fake runs every call it gets at once; a real engine queues lookahead ones)."""
 
     def __init__(
         self,
@@ -107,7 +108,7 @@ class Harness:
         self.clock = FakeClock(start=1_000.0)
         self.metrics = Metrics()
         self.backend = backend or FakeBackend()
-        self.batcher = batcher or BatcherConfig(preferred_batch_sizes=(), max_queue_delay_ms=5.0)
+        self.batcher = batcher or BatcherConfig(preferred_batch_sizes=(), max_queue_delay_ms=5.0, lookahead_batches=0)
         self.scheduler = Scheduler(
             {MODEL: self.backend}, self.batcher, classes or CLASSES, self.clock, self.metrics, concurrency,
             batch_timeout_s=batch_timeout_s,

@@ -322,6 +322,48 @@ async def test_a_worker_stays_reserved_for_interactive_while_it_is_recent() -> N
     await h.scheduler.close()
 
 
+async def test_lookahead_hands_one_batch_to_a_busy_engine_ahead_and_no_more() -> None:
+    h = await started(Harness(BatcherConfig(preferred_batch_sizes=(), max_queue_delay_ms=5.0, lookahead_batches=1)))
+    gate = h.backend.hold()
+    tasks = []
+    for i in range(3):  # one at a time so each forms its own batch
+        tasks.append(h.submit(f"S{i}.", within=60))
+        await settle()
+        await h.flush()
+    assert [c.segments for c in h.backend.calls] == [("S0.",), ("S1.",)]  # one running, one handed over ahead
+    gate.set()
+    assert [await t for t in tasks] == [["<S0.>"], ["<S1.>"], ["<S2.>"]]
+    await h.scheduler.close()
+
+
+async def test_lookahead_never_lets_lower_classes_take_the_reserved_replica() -> None:
+    config = BatcherConfig(preferred_batch_sizes=(), max_queue_delay_ms=5.0, reserve_window_s=60.0, lookahead_batches=1)
+    h = await started(Harness(config, concurrency=2))
+    hello = h.submit("Hi.")
+    await settle()
+    await h.flush()
+    assert await hello == ["<Hi.>"]  # interactive traffic is now recent
+    gate = h.backend.hold()
+    first = h.submit("B1.", priority="batch", within=60)
+    await settle()
+    await h.flush()
+    second = h.submit("B2.", priority="batch", within=60)
+    await settle()
+    await h.flush()
+    assert [c.segments for c in h.backend.calls[1:]] == [("B1.",)]  # three workers, one lower-class slot
+    h.backend.gate = None
+    urgent = h.submit("Now.")
+    await settle()
+    await h.flush()
+    assert urgent.done() and urgent.result() == ["<Now.>"]  # interactive still gets a worker at once
+    assert not second.done()
+    gate.set()
+    await settle()
+    await h.flush()
+    assert (await first, await second) == (["<B1.>"], ["<B2.>"])  # B1's end freed the slot within the window
+    await h.scheduler.close()
+
+
 async def test_adaptive_limit_caps_batches_in_flight_and_frees_slots_on_timeouts() -> None:
     limits = ConcurrencyConfig(initial_limit=2, min_limit=1, max_limit=2)
     h = Harness(concurrency=4)

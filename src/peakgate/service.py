@@ -79,13 +79,13 @@ class Service:
         self.settings = settings
         self.metrics = metrics or Metrics()
         self._clock = clock or MonotonicClock()
+        self._guard = OverloadGuard(settings.resilience, settings.classes, self._clock, self.metrics)
         self._backends = dict(backends) if backends is not None else {
-            m.name: build_backend(m, settings.models_dir) for m in settings.models
+            m.name: build_backend(m, settings.models_dir, self._guard.outlier_detector) for m in settings.models
         }
         self._started: set[str] = set()
         self._admission = Admission(settings, self._clock, self.metrics)
         workers = {m.name: worker_count(m) for m in settings.models}
-        self._guard = OverloadGuard(settings.resilience, settings.classes, self._clock, self.metrics)
         self._twins = int8_twins(settings.models)
         self._scheduler = Scheduler(
             self._backends, settings.batcher, settings.classes, self._clock, self.metrics, workers,

@@ -1,4 +1,8 @@
-"""Apertium: long-lived null-flush pipelines (the way APy serves), restarted when they die."""
+"""Apertium: long-lived null-flush pipelines (the way APy serves), restarted when they die.
+
+The pipelines are the model's replicas: a failed batch is retried once on another one, and a pipeline whose
+failures stand out from its peers' is ejected for a while (outlier ejection) when a detector is given.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,8 @@ from pathlib import Path
 
 from peakgate.backends.apertium_format import deformat, reformat
 from peakgate.backends.base import CostModel, DecodeOptions, Health
-from peakgate.errors import BadRequest, EngineCrashed, EngineTimeout, Unavailable
+from peakgate.errors import BackendError, BadRequest, EngineCrashed, EngineTimeout, Unavailable
+from peakgate.resilience.outlier import OutlierDetector
 
 MODES_DIR = Path("/usr/share/apertium/modes")
 _NUL = b"\0"
@@ -104,6 +109,7 @@ class ApertiumBackend:
     def __init__(
         self, name: str, mode: str, source: str, target: str,
         *, pipelines: int = 1, timeout_s: float = 10.0, max_batch_size: int = 64,
+        outliers: OutlierDetector | None = None,
     ) -> None:
         self._name = name
         self._mode = mode
@@ -114,6 +120,7 @@ class ApertiumBackend:
         self._pipelines: list[Pipeline] = []
         self._next = 0
         self._warm = False
+        self._outliers = outliers  # replicas named by pipeline index: "0", "1", ...
 
     @property
     def name(self) -> str:
@@ -142,9 +149,9 @@ class ApertiumBackend:
         if not self._pipelines:
             return Health.DOWN
         alive = sum(p.alive for p in self._pipelines)
-        if alive == len(self._pipelines):
+        if alive == len(self._pipelines) and not self.ejected():
             return Health.OK
-        # Dead pipelines restart on the next batch, so this is degraded, not down.
+        # Dead pipelines restart on the next batch and ejected ones come back, so this is degraded, not down.
         return Health.DEGRADED
 
     async def translate_batch(
@@ -158,25 +165,47 @@ class ApertiumBackend:
             raise BadRequest("segments must not contain NUL characters")
         chunks = [deformat(s).encode() for s in segments]
         pipe = self._pick()
-        async with pipe.lock:
-            outputs = await self._run_with_restart(pipe, chunks)
+        try:
+            outputs = await self._run_on(pipe, chunks)
+        except EngineCrashed:
+            outputs = await self._run_on(self._pick(avoid=pipe), chunks)  # retry once, elsewhere if possible
         return [reformat(o.decode("utf-8", errors="replace")) for o in outputs]
 
-    def _pick(self) -> Pipeline:
-        for pipe in self._pipelines:
+    def _pick(self, avoid: Pipeline | None = None) -> Pipeline:
+        usable = self._in_service()
+        usable = [p for p in usable if p is not avoid] or usable
+        for pipe in usable:
             if not pipe.lock.locked():
                 return pipe
-        self._next = (self._next + 1) % len(self._pipelines)
-        return self._pipelines[self._next]
+        self._next = (self._next + 1) % len(usable)
+        return usable[self._next]
 
-    async def _run_with_restart(self, pipe: Pipeline, chunks: list[bytes]) -> list[bytes]:
-        if not pipe.alive:
-            await pipe.start()
-        try:
-            return await pipe.run(chunks)
-        except EngineCrashed:
-            await pipe.start()  # restart and retry the batch once
-            return await pipe.run(chunks)
+    def _in_service(self) -> list[Pipeline]:
+        if self._outliers is None:
+            return self._pipelines
+        names = self._outliers.available([str(i) for i in range(len(self._pipelines))])
+        return [self._pipelines[int(name)] for name in names] or self._pipelines
+
+    async def _run_on(self, pipe: Pipeline, chunks: list[bytes]) -> list[bytes]:
+        """Run a batch on one pipeline, restarting it first if it died; the outcome counts for that replica."""
+        async with pipe.lock:
+            try:
+                if not pipe.alive:
+                    await pipe.start()
+                outputs = await pipe.run(chunks)
+            except BackendError:
+                self._record(pipe, ok=False)
+                raise
+        self._record(pipe, ok=True)
+        return outputs
+
+    def _record(self, pipe: Pipeline, *, ok: bool) -> None:
+        if self._outliers is not None:
+            self._outliers.record(str(self._pipelines.index(pipe)), ok)
+
+    def ejected(self) -> list[int]:
+        """Indices of the pipelines outlier ejection has taken out of service now."""
+        return [] if self._outliers is None else sorted(int(name) for name in self._outliers.ejected())
 
     async def close(self) -> None:
         for pipe in self._pipelines:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from peakgate.backends.apertium import ApertiumBackend
@@ -11,6 +12,10 @@ from peakgate.backends.echo_backend import EchoBackend
 from peakgate.backends.openai_backend import OpenAIBackend
 from peakgate.config import ModelConfig
 from peakgate.errors import ConfigError
+from peakgate.resilience.outlier import OutlierDetector
+
+# (model name, replica count) -> the detector that ejects that model's bad replicas
+OutlierFactory = Callable[[str, int], OutlierDetector]
 
 
 def resolve_model_path(config: ModelConfig, models_dir: Path) -> Path | None:
@@ -28,14 +33,16 @@ def _required(config: ModelConfig, field: str) -> str:
     return str(value)
 
 
-def build_backend(config: ModelConfig, models_dir: Path) -> Backend:
-    """An unstarted backend for `config`; nothing is loaded until `start()`."""
+def build_backend(config: ModelConfig, models_dir: Path, outliers: OutlierFactory | None = None) -> Backend:
+    """An unstarted backend for `config`; nothing is loaded until `start()`. Engines with independently failing
+    replicas (Apertium's pipelines) get a detector from `outliers`."""
     pair = (config.source, config.target)
     match config.engine:
         case "apertium":
             return ApertiumBackend(
                 config.name, _required(config, "mode"), *pair,
                 pipelines=config.pipelines, timeout_s=config.timeout_s, max_batch_size=config.max_batch_size,
+                outliers=outliers(config.name, config.pipelines) if outliers is not None else None,
             )
         case "ctranslate2":
             path = resolve_model_path(config, models_dir)

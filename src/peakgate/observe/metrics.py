@@ -46,6 +46,8 @@ class Metrics:
         self.degradation_level = Gauge("peakgate_degradation_level",
                                        "Degradation ladder: 0 normal, 1 features off, 2 int8, 3 tiny, 4 cache-only "
                                        "batch", registry=r)
+        self.ejections = Counter("peakgate_outlier_ejections_total", "Replicas taken out by outlier ejection",
+                                 ["model", "replica"], registry=r)
         self.fallbacks = Counter("peakgate_fallbacks_total", "Requests routed past an unhealthy model",
                                  ["tier", "model"], registry=r)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Iterator, Mapping
 
 from peakgate.clock import Clock
@@ -17,10 +18,12 @@ from peakgate.resilience import shedding
 from peakgate.resilience.breaker import Breakers, Transition
 from peakgate.resilience.degrade import Degradation, Ladder, Level
 from peakgate.resilience.load import LoadTracker
+from peakgate.resilience.outlier import Ejection, OutlierDetector
 from peakgate.resilience.retry import RetryBudget
 from peakgate.resilience.settings import ResilienceConfig
 from peakgate.resilience.window import TimeWindow
 
+_log = logging.getLogger(__name__)
 _STATE_VALUE = {"closed": 0.0, "half_open": 1.0, "open": 2.0}
 
 
@@ -96,6 +99,16 @@ class OverloadGuard:
         if task is not None:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
+
+    def outlier_detector(self, model: str, replicas: int) -> OutlierDetector:
+        """Outlier ejection over one model's replicas, counted in `peakgate_outlier_ejections_total`."""
+
+        def ejected(ejection: Ejection) -> None:
+            self._metrics.ejections.labels(model, ejection.replica).inc()
+            _log.warning("model %s: replica %s ejected for %.0f s (errors stand out from its peers)",
+                         model, ejection.replica, ejection.until - ejection.at)
+
+        return OutlierDetector([str(i) for i in range(replicas)], self._config.outlier, self._clock, on_eject=ejected)
 
     def _breaker_moved(self, moved: Transition) -> None:
         self._metrics.breaker_state.labels(moved.name).set(_STATE_VALUE.get(str(moved.new), 0.0))

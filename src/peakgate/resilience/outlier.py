@@ -23,8 +23,14 @@ class OutlierContext:
 
 
 def ejection_allowed(total: int, ejected: int, max_percent: float) -> bool:
-    """Whether one more ejection keeps the ejected share at or under `max_percent`."""
-    return total > 0 and (ejected + 1) * 100 <= max_percent * total
+    """Whether one more ejection keeps the ejected share at or under `max_percent`.
+
+    As in Envoy, the first ejection is allowed whatever the share (one bad pipeline of two must be able to go),
+    but one replica always stays in service; 0 % turns ejection off.
+    """
+    if max_percent <= 0 or ejected + 1 >= total:
+        return False
+    return ejected == 0 or (ejected + 1) * 100 <= max_percent * total
 
 
 def choose_ejection(ctx: OutlierContext) -> str | None:

@@ -48,7 +48,8 @@ class OutlierConfig(_Frozen):
     A replica is ejected when its error rate over `window_s` is at least `error_rate_threshold` and at least
     `median_factor` times the median of the other replicas' rates, with `min_requests` outcomes. It stays out
     for `ejection_s` times the number of times it has been ejected, up to `max_ejection_s`. At most
-    `max_ejection_percent` of the replicas are out at once.
+    `max_ejection_percent` of the replicas are out at once, but the first ejection is always allowed (Envoy's
+    rule) and one replica always stays; 0 turns ejection off. Wired for Apertium's pipelines.
     """
 
     window_s: float = Field(default=30.0, gt=0)

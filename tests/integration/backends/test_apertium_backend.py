@@ -12,9 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from peakgate.backends.apertium import ApertiumBackend
+from peakgate.backends.apertium import ApertiumBackend, Pipeline
 from peakgate.backends.base import DecodeOptions, Health
+from peakgate.clock import FakeClock
+from peakgate.config import Settings
 from peakgate.errors import BadRequest, Unavailable
+from peakgate.observe.metrics import Metrics
+from peakgate.resilience.guard import OverloadGuard
 
 DEV = Path(__file__).resolve().parents[4] / "shared" / "data" / "dev.en-es.tsv"
 OPTS = DecodeOptions()
@@ -95,3 +99,29 @@ async def test_bad_inputs_are_clear_errors(backend: ApertiumBackend) -> None:
 async def test_missing_mode_is_unavailable() -> None:
     with pytest.raises(Unavailable, match="not installed"):
         await ApertiumBackend("x", "eng-xxx", "en", "xx").start()
+
+
+async def test_a_pipeline_that_keeps_failing_is_ejected_and_its_batches_served_elsewhere() -> None:
+    clock = FakeClock()
+    settings = Settings.model_validate({"resilience": {"outlier": {"min_requests": 3, "ejection_s": 10.0}}})
+    metrics = Metrics()
+    guard = OverloadGuard(settings.resilience, settings.classes, clock, metrics)
+    backend = ApertiumBackend("apertium-en-es", "eng-spa", "en", "es", pipelines=2,
+                              outliers=guard.outlier_detector("apertium-en-es", 2))
+    await backend.start()
+    try:
+        backend.pipelines[1] = Pipeline("exit 3", 1.0)  # a replica that dies on every batch, even restarted
+        expected = cli("The house is red.")
+        for _ in range(4):  # two at once, so the second batch lands on the bad pipeline until it is ejected
+            outs = await asyncio.gather(*(backend.translate_batch(["The house is red."], "en", "es", OPTS)
+                                          for _ in range(2)))
+            assert outs == [[expected], [expected]]  # its batches were retried on the good one
+        assert backend.ejected() == [1] and backend.health() is Health.DEGRADED
+        assert metrics.ejections.labels("apertium-en-es", "1")._value.get() == 1
+        restarts = backend.pipelines[1].restarts
+        await asyncio.gather(*(backend.translate_batch(["Hello."], "en", "es", OPTS) for _ in range(4)))
+        assert backend.pipelines[1].restarts == restarts  # out of service: not tried
+        clock.advance(10.0)
+        assert backend.ejected() == []  # its ejection time is up: back in service, judged afresh
+    finally:
+        await backend.close()

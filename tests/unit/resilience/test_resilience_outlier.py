@@ -50,7 +50,10 @@ def test_policy_needs_the_absolute_threshold_and_min_requests() -> None:
 def test_ejection_cap() -> None:
     assert ejection_allowed(3, 0, 34.0)
     assert not ejection_allowed(3, 1, 34.0)
-    assert not ejection_allowed(2, 0, 34.0)  # one of two would be 50%
+    assert ejection_allowed(2, 0, 34.0)  # the first ejection goes through whatever the share (Envoy)
+    assert not ejection_allowed(3, 0, 0.0)  # 0 % turns ejection off
+    assert not ejection_allowed(1, 0, 100.0)  # the last replica is never ejected
+    assert not ejection_allowed(4, 3, 100.0)
     assert ejection_allowed(10, 2, 30.0)
     assert not ejection_allowed(10, 3, 30.0)
     counts = {"a": WindowCounts(20, 0), "b": WindowCounts(20, 20)}

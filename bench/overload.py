@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import math
 import os
 import random
@@ -420,6 +421,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--embedded-default", action="store_true",
                    help="serve the embedded default (every model and tier, so the ladder can step down to the "
                         "tiny tier) instead of --model alone")
+    p.add_argument("--override", type=json.loads, default={}, metavar="JSON",
+                   help='top-level config keys laid over the served config, e.g. {"batcher": {...}}')
     return p
 
 
@@ -428,7 +431,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sentences = list(dict.fromkeys(row.en for row in load_dev(default_dev_path())))
     print(f"cpus={os.cpu_count()} model={args.model} load={args.load}x duration={args.duration}s "
           f"mix={DEFAULT_MIX} deadlines_s={DEFAULT_DEADLINES_S} (+{args.grace_s} s client grace)", flush=True)
-    config = {} if args.embedded_default else model_config(args.model)
+    config = ({} if args.embedded_default else model_config(args.model)) | args.override
     for line in run(config, sentences, args):
         print(line, flush=True)
     return 0

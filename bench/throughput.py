@@ -1,8 +1,9 @@
 """Serving throughput and isolation, as ratios against baselines measured in the same run.
 
-    python -m bench.throughput [--clients 48] [--sentences 400]
+    python -m bench.throughput [--clients 48] [--sentences 400] [--requests 2000]
 
-1. served: peakgate over HTTP with `--clients` concurrent single-sentence clients (int8 student)
+1. served: peakgate over HTTP with `--clients` concurrent single-sentence clients (int8 student), `--requests`
+   requests cycling through the sentences (long enough for a steady state; nothing repeats while in flight)
    vs (a) the same engine called directly at its best batch size (goal >= 0.9)
    and (b) a naive one-request-at-a-time server over the same engine (goal >= 5x);
 2. interactive p99 while a batch-class flood runs beside it vs interactive p99 alone (goal <= 2x);
@@ -64,10 +65,14 @@ async def direct(sentences: Sequence[str]) -> dict[int, float]:
         await backend.close()
 
 
-def served(sentences: Sequence[str], clients: int) -> LoadResult:
+def served(sentences: Sequence[str], clients: int) -> tuple[LoadResult, float, float]:
+    """The load result, plus the cores the server process (engine + gateway) and this load generator used."""
     with serve(_single_model_config(MODEL)) as server:
         asyncio.run(closed_loop(server.url, _bodies(sentences[:64]), clients))  # warm-up
-        return asyncio.run(closed_loop(server.url, _bodies(sentences), clients))
+        server_cpu, own_cpu = cpu_seconds(server.proc.pid), time.process_time()
+        result = asyncio.run(closed_loop(server.url, _bodies(sentences), clients))
+        server_cpu, own_cpu = cpu_seconds(server.proc.pid) - server_cpu, time.process_time() - own_cpu
+    return result, server_cpu / result.seconds, own_cpu / result.seconds
 
 
 def naive(sentences: Sequence[str], clients: int) -> LoadResult:
@@ -120,20 +125,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clients", type=int, default=48)
     parser.add_argument("--sentences", type=int, default=400)
+    parser.add_argument("--requests", type=int, default=2000, help="served and naive requests per phase")
     parser.add_argument("--echo-requests", type=int, default=4000)
     args = parser.parse_args(argv)
     sentences = [row.en for row in load_dev(default_dev_path())][: args.sentences]
-    print(f"cpus={os.cpu_count()} clients={args.clients} sentences={len(sentences)} model={MODEL}")
+    print(f"cpus={os.cpu_count()} clients={args.clients} sentences={len(sentences)} requests={args.requests} "
+          f"model={MODEL}")
+    cycled = [sentences[i % len(sentences)] for i in range(args.requests)]
 
     before = asyncio.run(direct(sentences))
-    srv = served(sentences, args.clients)
-    nai = naive(sentences, args.clients)
+    srv, server_cores, client_cores = served(cycled, args.clients)
+    nai = naive(cycled, args.clients)
     after = asyncio.run(direct(sentences))
     best = {size: max(before[size], after[size]) for size in DIRECT_BATCH_SIZES}
     best_size = max(best, key=lambda s: best[s])
     for size in DIRECT_BATCH_SIZES:
         print(f"direct engine, batch {size:<3}              {best[size]:9.1f} sent/s")
     print(_row(f"served, {args.clients} clients", srv))
+    print(f"  while served: server process {server_cores:.2f} cores (engine + gateway), "
+          f"load generator {client_cores:.2f} cores, of {os.cpu_count()}")
     print(_row(f"naive one-at-a-time, {args.clients} clients", nai))
     print(f"served / direct@{best_size}: {srv.rps / best[best_size]:.2f}  (goal >= 0.9)")
     print(f"served / naive:      {srv.rps / nai.rps:.2f}x (goal >= 5x)")

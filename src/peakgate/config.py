@@ -45,6 +45,11 @@ class ModelConfig(_Frozen):
     device: Literal["cpu", "cuda", "auto"] = "cpu"
     inter_threads: int = 1
     intra_threads: int = 2
+    # ctranslate2: replicas beside the inter_threads ones that decode only lower-class batches, at nice
+    # `bulk_nice` (Linux): the OS then runs interactive decoding and the gateway first and the bulk replicas
+    # take the CPU left over, which a running batch could not otherwise give up. 0: one shared pool.
+    bulk_replicas: int = Field(default=0, ge=0)
+    bulk_nice: int = Field(default=19, ge=0, le=19)
     max_batch_size: int = 32
     preferred_batch_sizes: tuple[int, ...] = (8, 16, 32)
     base_url: str | None = None  # openai-compatible upstream

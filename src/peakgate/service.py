@@ -50,7 +50,7 @@ def worker_count(model: ModelConfig) -> int:
     if model.engine == "apertium":
         return max(1, model.pipelines)
     if model.engine == "ctranslate2":
-        return max(1, model.inter_threads)
+        return max(1, model.inter_threads) + model.bulk_replicas
     return _UPSTREAM_CONCURRENCY if model.engine == "openai" else 1
 
 

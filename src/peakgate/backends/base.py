@@ -14,6 +14,9 @@ class DecodeOptions:
 
     beam_size: int = 1
     max_decoding_length: int = 256
+    # Set by the executor for a batch of the most urgent class, never part of a batch key: an engine with a
+    # priority lane runs such a batch there.
+    urgent: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +26,9 @@ class CostModel:
     max_batch_size: int
     preferred_batch_sizes: tuple[int, ...]
     warm: bool
+    # Replicas that run only lower-class work at a lower CPU priority: while interactive traffic is recent,
+    # lower classes are held to these and may fill them without a size cap (they yield the CPU anyway).
+    bulk_slots: int = 0
 
 
 class Health(enum.Enum):

@@ -13,6 +13,7 @@ import ctranslate2
 import sentencepiece as spm
 
 from peakgate.backends.base import CostModel, DecodeOptions, Health
+from peakgate.backends.niceness import run_at_nice
 from peakgate.errors import BackendError, ConfigError, EngineCrashed, Unavailable, UnsupportedPair
 
 _EOS = "</s>"  # the students were trained with EOS on the source side and ctranslate2 does not add it
@@ -20,11 +21,30 @@ _SPM_FILE = "source.spm"  # one SentencePiece model serves both sides
 _PASS_THROUGH_COMPUTE_TYPES = frozenset({"default", "auto"})  # ctranslate2 picks, nothing to check
 
 
+@dataclass(slots=True)
+class _Lane:
+    """One ctranslate2 Translator with `replicas` decoding threads at `nice`; `running`: batches handed to it."""
+
+    translator: Any  # ctranslate2.Translator (untyped)
+    executor: ThreadPoolExecutor
+    replicas: int
+    nice: int
+    running: int = 0
+
+
 @dataclass(frozen=True, slots=True)
 class _Loaded:
-    translator: Any  # ctranslate2.Translator (untyped)
     sp: Any  # sentencepiece.SentencePieceProcessor (untyped)
-    executor: ThreadPoolExecutor
+    lanes: tuple[_Lane, ...]  # the lane for urgent batches first
+
+
+def pick_lane(running: Sequence[int], replicas: Sequence[int], urgent: bool) -> int:
+    """Urgent batches prefer the first lane, others the last; either takes another lane only where a replica is
+    free, and queues at its own lane when none is."""
+    order = list(range(len(running)))
+    if not urgent:
+        order.reverse()
+    return next((i for i in order if running[i] < replicas[i]), order[0])
 
 
 def resolve_device(device: str) -> str:
@@ -61,7 +81,8 @@ class CTranslate2Backend:
     def __init__(
         self, name: str, path: Path, source: str, target: str,
         *, compute_type: str = "int8", device: str = "cpu", inter_threads: int = 1, intra_threads: int = 0,
-        max_batch_size: int = 32, preferred_batch_sizes: tuple[int, ...] = (8, 16, 32),
+        max_batch_size: int = 32, preferred_batch_sizes: tuple[int, ...] = (8, 16, 32), bulk_replicas: int = 0,
+        bulk_nice: int = 19,
     ) -> None:
         self._name = name
         self._path = path
@@ -70,6 +91,8 @@ class CTranslate2Backend:
         self._device = device
         self._inter_threads = max(1, inter_threads)
         self._intra_threads = intra_threads
+        self._bulk_replicas = bulk_replicas
+        self._bulk_nice = bulk_nice
         self._max_batch_size = max_batch_size
         self._preferred_batch_sizes = preferred_batch_sizes
         self._loaded: _Loaded | None = None
@@ -90,29 +113,40 @@ class CTranslate2Backend:
         check_model_dir(self._path)
         device = resolve_device(self._device)
         check_compute_type(self._compute_type, device)
-        translator, sp = await asyncio.to_thread(self._load, device)
-        # One worker per translator replica: more threads would only queue inside ctranslate2.
-        executor = ThreadPoolExecutor(max_workers=self._inter_threads, thread_name_prefix=f"ct2-{self._name}")
-        self._loaded = _Loaded(translator, sp, executor)
-        try:
-            await self.translate_batch(["Hello."], *self._pair, DecodeOptions())
+        self._loaded = await asyncio.to_thread(self._load, device)
+        try:  # one warm-up batch per lane: an urgent one lands on the first, the other on the last
+            await asyncio.gather(*(self.translate_batch(["Hello."], *self._pair, DecodeOptions(urgent=urgent))
+                                   for urgent in (True, False)))
         except BaseException:
             await self.close()
             raise
 
-    def _load(self, device: str) -> tuple[Any, Any]:
+    def _lane_plan(self) -> list[tuple[int, int]]:
+        """(replicas, nice) per lane: the inter_threads replicas at the server's priority, then any bulk
+        replicas at `bulk_nice`, which the executor gives lower-class batches while interactive is recent."""
+        return [(self._inter_threads, 0)] + ([(self._bulk_replicas, self._bulk_nice)] if self._bulk_replicas else [])
+
+    def _load(self, device: str) -> _Loaded:
         try:
-            translator = ctranslate2.Translator(
-                str(self._path), device=device, compute_type=self._compute_type,
-                inter_threads=self._inter_threads, intra_threads=self._intra_threads,
-            )
             sp = spm.SentencePieceProcessor(model_file=str(self._path / _SPM_FILE))
+            lanes = tuple(self._load_lane(device, i, replicas, nice)
+                          for i, (replicas, nice) in enumerate(self._lane_plan()))
         except (RuntimeError, ValueError, OSError) as exc:
             raise Unavailable(f"{self._name}: cannot load ctranslate2 model from {self._path}: {exc}") from exc
-        return translator, sp
+        return _Loaded(sp, lanes)
+
+    def _load_lane(self, device: str, index: int, replicas: int, nice: int) -> _Lane:
+        translator = run_at_nice(lambda: ctranslate2.Translator(
+            str(self._path), device=device, compute_type=self._compute_type,
+            inter_threads=replicas, intra_threads=self._intra_threads,
+        ), nice)
+        # One worker per translator replica: more threads would only queue inside ctranslate2.
+        executor = ThreadPoolExecutor(max_workers=replicas, thread_name_prefix=f"ct2-{self._name}-{index}")
+        return _Lane(translator, executor, replicas, nice)
 
     def cost_model(self) -> CostModel:
-        return CostModel(self._max_batch_size, self._preferred_batch_sizes, self._loaded is not None)
+        return CostModel(self._max_batch_size, self._preferred_batch_sizes, self._loaded is not None,
+                         self._bulk_replicas)
 
     def health(self) -> Health:
         if self._loaded is None:
@@ -128,59 +162,65 @@ class CTranslate2Backend:
         loaded = self._loaded
         if loaded is None:
             raise Unavailable(f"{self._name} is not started")
+        lanes = loaded.lanes
+        lane = lanes[pick_lane([x.running for x in lanes], [x.replicas for x in lanes], options.urgent)]
         loop = asyncio.get_running_loop()
         try:
-            future = loop.run_in_executor(loaded.executor, self._translate_sync, loaded, list(segments), options)
+            future = loop.run_in_executor(lane.executor, self._translate_sync, loaded.sp, lane, list(segments), options)
         except RuntimeError as exc:  # the executor was shut down by a concurrent close()
             raise Unavailable(f"{self._name} is closing") from exc
+        lane.running += 1
         try:
             outputs = await future
         except BackendError:
             self._last_batch_failed = True
             raise
+        finally:
+            lane.running -= 1
         self._last_batch_failed = False
         return outputs
 
-    def _translate_sync(self, loaded: _Loaded, segments: list[str], options: DecodeOptions) -> list[str]:
+    def _translate_sync(self, sp: Any, lane: _Lane, segments: list[str], options: DecodeOptions) -> list[str]:
         """Tokenise, decode and detokenise on a worker thread; segments with no tokens come back as ""."""
-        tokenised: list[list[str]] = [loaded.sp.encode(s, out_type=str) for s in segments]
+        tokenised: list[list[str]] = [sp.encode(s, out_type=str) for s in segments]
         todo = [i for i, tokens in enumerate(tokenised) if tokens]
         outputs = [""] * len(segments)
         if not todo:
             return outputs
         batch = [[*tokenised[i], _EOS] for i in todo]
         try:
-            results = self._decode(loaded, batch, options)
+            results = self._decode(lane, batch, options)
         except RuntimeError:
             # The engine's equivalent of a crashed process: reload the model and retry the batch once.
             try:
-                self._reload(loaded)
-                results = self._decode(loaded, batch, options)
+                self._reload(lane)
+                results = self._decode(lane, batch, options)
             except RuntimeError as exc:
                 raise EngineCrashed(f"{self._name}: ctranslate2 failed twice, after a reload: {exc}") from exc
         for i, result in zip(todo, results, strict=True):
-            outputs[i] = loaded.sp.decode(result.hypotheses[0])
+            outputs[i] = sp.decode(result.hypotheses[0])
         return outputs
 
-    def _decode(self, loaded: _Loaded, batch: list[list[str]], options: DecodeOptions) -> list[Any]:
+    def _decode(self, lane: _Lane, batch: list[list[str]], options: DecodeOptions) -> list[Any]:
         try:
-            return list(loaded.translator.translate_batch(
+            return list(lane.translator.translate_batch(
                 batch, beam_size=options.beam_size, max_decoding_length=options.max_decoding_length,
                 max_batch_size=self._max_batch_size,
             ))
         except ValueError as exc:
             raise BackendError(f"{self._name} rejected the decoding options {options}: {exc}") from exc
 
-    def _reload(self, loaded: _Loaded) -> None:
-        if loaded.translator.model_is_loaded:
-            loaded.translator.unload_model()
-        loaded.translator.load_model()
+    def _reload(self, lane: _Lane) -> None:
+        if lane.translator.model_is_loaded:
+            lane.translator.unload_model()
+        run_at_nice(lane.translator.load_model, lane.nice)  # threads made by the reload keep the lane's nice
         self.restarts += 1
 
     async def close(self) -> None:
         loaded, self._loaded = self._loaded, None
         if loaded is None:
             return
-        # Let in-flight batches finish before the model memory goes away.
-        await asyncio.to_thread(loaded.executor.shutdown, wait=True)
-        loaded.translator.unload_model()
+        for lane in loaded.lanes:
+            # Let in-flight batches finish before the model memory goes away.
+            await asyncio.to_thread(lane.executor.shutdown, wait=True)
+            lane.translator.unload_model()

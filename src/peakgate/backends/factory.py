@@ -52,7 +52,8 @@ def build_backend(config: ModelConfig, models_dir: Path, outliers: OutlierFactor
                 config.name, path, *pair,
                 compute_type=config.compute_type, device=config.device, inter_threads=config.inter_threads,
                 intra_threads=config.intra_threads, max_batch_size=config.max_batch_size,
-                preferred_batch_sizes=config.preferred_batch_sizes,
+                preferred_batch_sizes=config.preferred_batch_sizes, bulk_replicas=config.bulk_replicas,
+                bulk_nice=config.bulk_nice,
             )
         case "openai":
             return OpenAIBackend(

@@ -71,14 +71,25 @@ def _always(_: str) -> bool:
 _URL_TRAILING = ".,;:!?)]}'\""
 
 
+def _at_least_digits(count: int) -> Callable[[str], bool]:
+    """A cue for detectors whose validator needs `count` digits: one linear scan in C, stopping at the last."""
+    scan = re.compile(r"(?:\D*\d){" + str(count) + "}")
+    return lambda text: scan.match(text) is not None
+
+
 @dataclass(frozen=True, slots=True)
 class RegexDetector:
     kind: PiiKind
     pattern: re.Pattern[str]
     valid: Callable[[str], bool] = _always
     rstrip: str = ""  # characters a match may grab that usually end the sentence instead
+    # What any valid match needs in the text: a cheap test that spares the pattern's scan of ordinary text
+    # (most sentences with a number or two hold no card, phone or e-mail).
+    cue: Callable[[str], bool] = _always
 
     def find(self, text: str) -> Iterator[Match]:
+        if not self.cue(text):
+            return
         for m in self.pattern.finditer(text):
             value = m.group().rstrip(self.rstrip) if self.rstrip else m.group()
             if value and self.valid(value):
@@ -105,6 +116,7 @@ _ID = re.compile(r"(?<![\w-])[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){7,}(?![
 # Every detector needs a digit, an "@" or a URL scheme/"www.": text with none of them (most UI strings) skips
 # all six patterns. Keep this in step with the patterns above.
 _CUE = re.compile(r"[\d@]|://|www\.", re.IGNORECASE)
+_WEB = re.compile(r"://|www\.", re.IGNORECASE)
 
 
 def might_contain_pii(text: str) -> bool:
@@ -112,17 +124,17 @@ def might_contain_pii(text: str) -> bool:
 
 
 def build_detector(kind: PiiKind) -> Detector:
-    """The detector for one configured kind."""
+    """The detector for one configured kind; each cue follows from its pattern and validator."""
     match kind:
         case "email":
-            return RegexDetector("email", _EMAIL)
+            return RegexDetector("email", _EMAIL, cue=lambda text: "@" in text)
         case "url":
-            return RegexDetector("url", _URL, rstrip=_URL_TRAILING)
+            return RegexDetector("url", _URL, rstrip=_URL_TRAILING, cue=lambda text: _WEB.search(text) is not None)
         case "iban":
-            return RegexDetector("iban", _IBAN, _iban_ok)
+            return RegexDetector("iban", _IBAN, _iban_ok, cue=_at_least_digits(2))
         case "card":
-            return RegexDetector("card", _CARD, _card_ok)
+            return RegexDetector("card", _CARD, _card_ok, cue=_at_least_digits(13))
         case "phone":
-            return RegexDetector("phone", _PHONE, _phone_ok)
+            return RegexDetector("phone", _PHONE, _phone_ok, cue=_at_least_digits(8))
         case "id":
-            return RegexDetector("id", _ID, _id_ok)
+            return RegexDetector("id", _ID, _id_ok, cue=_at_least_digits(3))

@@ -36,10 +36,12 @@ class Redacted:
     spans: tuple[RedactedSpan, ...] = ()
 
 
+_RANK = {kind: i for i, kind in enumerate(ALL_KINDS)}
+
+
 def _non_overlapping(matches: Iterable[Match]) -> list[Match]:
     """Leftmost first, then longest, then the kind listed first in ALL_KINDS (an e-mail beats an id)."""
-    rank = {kind: i for i, kind in enumerate(ALL_KINDS)}
-    ordered = sorted(matches, key=lambda m: (m.start, m.start - m.end, rank[m.kind]))
+    ordered = sorted(matches, key=lambda m: (m.start, m.start - m.end, _RANK[m.kind]))
     chosen: list[Match] = []
     for m in ordered:
         if not chosen or m.start >= chosen[-1].end:

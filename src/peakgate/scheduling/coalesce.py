@@ -46,13 +46,16 @@ class Coalescer:
         """
         items: dict[str, WorkItem] = {}
         fresh: list[str] = []
+        rank = PRIORITY_ORDER.index(priority)
         for text in dict.fromkeys(texts):
             live = self._live((key, text))
-            if live is None:
+            # A queued item is promoted to the joiner's class, a running one cannot be: sharing a less urgent
+            # batch already running (perhaps on a low-priority bulk replica) would make this request wait for it.
+            if live is None or (live.state is ItemState.RUNNING and live.rank > rank):
                 fresh.append(text)
             else:
                 items[text] = live
-        self._queue.ensure_room(len(fresh), PRIORITY_ORDER.index(priority))
+        self._queue.ensure_room(len(fresh), rank)
         for text in fresh:
             items[text] = self._enqueue(WorkItem.create(text, key, priority, deadline, now))
         for item in items.values():

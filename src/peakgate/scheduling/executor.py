@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 
 from peakgate.backends.base import Backend
@@ -40,7 +41,8 @@ class Executor:
     plus `config.lookahead_batches` handed over early so that no replica waits on the event loop.
 
     While interactive traffic is recent, lower-class batches hold at most `concurrency - reserved_workers`
-    of those slots (never all), so an interactive batch never waits behind a lower-class one for a replica.
+    of those slots (never all), so an interactive batch never waits behind a lower-class one for a replica;
+    an engine with bulk replicas (`CostModel.bulk_slots`, run at a lower CPU priority) gets exactly those.
 
     A batch is given until the latest deadline among its items (capped by `batch_timeout_s`): past that no
     caller is waiting, so a stuck engine call is abandoned and the worker moves on. Callers never wait on the
@@ -105,10 +107,13 @@ class Executor:
             signal = self._signal.arm()
             now = self._clock.now()
             recent = self._reserve_until(now)
-            reserve_until = recent if recent is not None and self._lower_running >= self._lower_slots else None
-            decision = plan(self._queue, now, self._config, self._backend.cost_model(),
+            engine = self._backend.cost_model()
+            lower_slots = engine.bulk_slots or self._lower_slots
+            reserve_until = recent if recent is not None and self._lower_running >= lower_slots else None
+            capped = recent is not None and not engine.bulk_slots
+            decision = plan(self._queue, now, self._config, engine,
                             max_rank=0 if reserve_until is not None else None,
-                            lower_cap=self._config.lower_batch_size_while_urgent if recent is not None else None)
+                            lower_cap=self._config.lower_batch_size_while_urgent if capped else None)
             self._queue.drop(decision.expired, expired_error, "deadline")
             limited = self._limiter is not None and reserve_until is None  # reserved interactive work is not
             if isinstance(decision, Wait):
@@ -222,8 +227,10 @@ class Executor:
 
     async def _translate(self, batch: BatchPlan) -> list[str]:
         key, texts = batch.key, [item.text for item in batch.items]
+        # Batches are class-pure at the top (no lower-class fill behind interactive), so the head tells.
+        options = dataclasses.replace(key.options, urgent=batch.items[0].priority == PRIORITY_ORDER[0])
         try:
-            outputs = await self._backend.translate_batch(texts, key.source, key.target, key.options)
+            outputs = await self._backend.translate_batch(texts, key.source, key.target, options)
         except PeakgateError:
             raise
         except Exception as exc:

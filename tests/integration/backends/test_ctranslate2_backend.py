@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from peakgate.backends.base import DecodeOptions, Health
 from peakgate.backends.ctranslate2_backend import CTranslate2Backend
+from peakgate.backends.niceness import NICE_SUPPORTED
 from peakgate.config import REPO_MODELS_DIR
 from peakgate.errors import BackendError, ConfigError, EngineCrashed, Unavailable, UnsupportedPair
 
@@ -80,7 +82,7 @@ async def test_crashed_engine_is_reloaded_and_the_batch_retried_once() -> None:
     try:
         assert b._loaded is not None
         expected = await b.translate_batch(["Open the file"], "en", "es", GREEDY)
-        b._loaded.translator.unload_model()  # a real ctranslate2 RuntimeError on the next batch
+        b._loaded.lanes[0].translator.unload_model()  # a real ctranslate2 RuntimeError on the next batch
         assert await b.translate_batch(["Open the file"], "en", "es", GREEDY) == expected
         assert b.restarts == 1
         assert b.health() is Health.OK
@@ -108,13 +110,13 @@ async def test_engine_failing_after_reload_is_engine_crashed_and_degraded() -> N
     await b.start()
     try:
         assert b._loaded is not None
-        real = b._loaded.translator
-        b._loaded = dataclasses.replace(b._loaded, translator=_BrokenTranslator())
+        lane = b._loaded.lanes[0]
+        real, lane.translator = lane.translator, _BrokenTranslator()
         with pytest.raises(EngineCrashed, match="failed twice") as info:
             await b.translate_batch(["Open the file"], "en", "es", GREEDY)
         assert isinstance(info.value.__cause__, RuntimeError)
         assert b.health() is Health.DEGRADED
-        b._loaded = dataclasses.replace(b._loaded, translator=real)
+        lane.translator = real
     finally:
         await b.close()
 
@@ -152,3 +154,31 @@ async def test_down_before_start_and_after_close_and_refuses_work() -> None:
     with pytest.raises(Unavailable):
         await b.translate_batch(["Open the file"], "en", "es", GREEDY)
     await b.close()  # closing twice is harmless
+
+
+def _threads() -> dict[int, int]:
+    """Native thread id -> nice value, for this process's live threads."""
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            out[int(tid)] = os.getpriority(os.PRIO_PROCESS, int(tid))
+        except OSError:  # the thread ended while listing
+            continue
+    return out
+
+
+@pytest.mark.skipif(not NICE_SUPPORTED, reason="per-thread nice values are a Linux feature")
+async def test_bulk_replicas_decode_on_threads_at_the_bulk_nice_value() -> None:
+    before = _threads()
+    b = CTranslate2Backend("lanes", REPO_MODELS_DIR / STUDENTS["int8"], "en", "es",
+                           inter_threads=1, intra_threads=1, bulk_replicas=1, bulk_nice=15)
+    await b.start()
+    try:
+        new = {tid: nice for tid, nice in _threads().items() if tid not in before}
+        assert sorted(new.values()).count(15) == 1  # ctranslate2's one bulk replica; all else as before
+        assert b.cost_model().bulk_slots == 1
+        urgent = await b.translate_batch(["Open the file"], "en", "es", dataclasses.replace(GREEDY, urgent=True))
+        bulk = await b.translate_batch(["Open the file"], "en", "es", GREEDY)
+        assert urgent == bulk and urgent[0]
+    finally:
+        await b.close()

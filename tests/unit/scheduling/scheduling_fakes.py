@@ -43,13 +43,13 @@ class Call:
 class FakeBackend:
     """Records every batch. `gate` (when set) holds each call until released; `fail` makes calls raise it."""
 
-    def __init__(self, *, max_batch_size: int = 64, preferred: tuple[int, ...] = ()) -> None:
+    def __init__(self, *, max_batch_size: int = 64, preferred: tuple[int, ...] = (), bulk_slots: int = 0) -> None:
         self.calls: list[Call] = []
         self.gate: asyncio.Event | None = None
         self.fail: Exception | None = None
         self.fail_target: str | None = None  # fail only batches into this language
         self.short_by = 0  # return this many fewer outputs than inputs
-        self._cost = CostModel(max_batch_size, preferred, warm=True)
+        self._cost = CostModel(max_batch_size, preferred, warm=True, bulk_slots=bulk_slots)
 
     @property
     def name(self) -> str:

@@ -55,6 +55,29 @@ async def test_a_joining_waiter_promotes_the_item() -> None:
     assert (item.priority, item.deadline) == ("interactive", 20.0)
 
 
+async def test_a_more_urgent_request_does_not_wait_on_a_running_lower_class_item() -> None:
+    c, queue, metrics = coalescer()
+    (bulk,) = c.acquire(["a"], KEY, "batch", 10.0, 0.0)
+    queue.take([bulk])  # running in a batch-class batch: too late to promote
+    (urgent,) = c.acquire(["a"], KEY, "interactive", 5.0, 0.0)
+    assert urgent is not bulk and urgent.priority == "interactive"
+    assert (len(queue), coalesced(metrics)) == (1, 0)
+    (later,) = c.acquire(["a"], KEY, "interactive", 5.0, 0.0)  # later joiners share the urgent item
+    assert later is urgent
+    bulk.resolve("<a>")
+    await settle()
+    assert len(c) == 1  # the finished bulk item did not evict the urgent one
+
+
+async def test_a_running_item_is_shared_by_requests_of_its_class_or_lower() -> None:
+    c, queue, _ = coalescer()
+    (running,) = c.acquire(["a"], KEY, "document", 10.0, 0.0)
+    queue.take([running])
+    assert c.acquire(["a"], KEY, "document", 10.0, 0.0)[0] is running
+    assert c.acquire(["a"], KEY, "batch", 10.0, 0.0)[0] is running
+    assert len(queue) == 0
+
+
 async def test_full_queue_rejects_only_the_new_sentences_and_enqueues_nothing() -> None:
     c, queue, _ = coalescer(max_len=2)
     c.acquire(["a", "b"], KEY, "batch", 10.0, 0.0)

@@ -63,6 +63,14 @@ async def test_decode_options_come_from_the_priority_class(h: Harness) -> None:
     assert h.backend.calls[0].options == DecodeOptions(beam_size=2, max_decoding_length=256)
 
 
+async def test_the_engine_is_told_which_batches_are_urgent(h: Harness) -> None:
+    tasks = [h.submit("Now."), h.submit("Later.", priority="batch", within=60)]
+    await settle()
+    await h.flush()
+    await asyncio.gather(*tasks)
+    assert {c.segments: c.options.urgent for c in h.backend.calls} == {("Now.",): True, ("Later.",): False}
+
+
 async def test_preferred_batch_size_runs_without_waiting() -> None:
     h = await started(Harness(BatcherConfig(preferred_batch_sizes=(2,), max_queue_delay_ms=5.0)))
     task = h.submit("One. Two. Three.")
@@ -385,4 +393,33 @@ async def test_adaptive_limit_caps_batches_in_flight_and_frees_slots_on_timeouts
     results = await asyncio.gather(*tasks, return_exceptions=True)
     assert sum(isinstance(r, EngineTimeout) for r in results) == 2
     assert [r for r in results if not isinstance(r, BaseException)] == [["<B2.>"], ["<B3.>"]]
+    await h.scheduler.close()
+
+
+async def test_bulk_replicas_take_lower_classes_whole_while_interactive_is_recent() -> None:
+    # Two replicas at the server's priority plus one low-priority bulk replica (CostModel.bulk_slots).
+    config = BatcherConfig(preferred_batch_sizes=(), max_queue_delay_ms=5.0, reserve_window_s=60.0,
+                           lookahead_batches=0, lower_batch_size_while_urgent=2)
+    h = await started(Harness(config, backend=FakeBackend(bulk_slots=1), concurrency=3))
+    hello = h.submit("Hi.")
+    await settle()
+    await h.flush()
+    assert await hello == ["<Hi.>"]  # interactive traffic is now recent
+    gate = h.backend.hold()
+    first = h.submit("B1.", "B2.", "B3.", priority="batch", within=60)
+    await settle()
+    await h.flush()
+    second = h.submit("B4.", priority="batch", within=60)
+    await settle()
+    await h.flush()
+    # One batch, not capped at two sentences (the bulk replica yields the CPU anyway), and nothing more:
+    # the replicas at the server's priority stay free for interactive work.
+    assert [c.segments for c in h.backend.calls[1:]] == [("B1.", "B2.", "B3.")]
+    h.backend.gate = None
+    urgent = h.submit("Now.")
+    await settle()
+    await h.flush()
+    assert urgent.done() and not second.done()
+    gate.set()
+    assert (await first, await second) == (["<B1.>", "<B2.>", "<B3.>"], ["<B4.>"])
     await h.scheduler.close()

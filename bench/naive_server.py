@@ -20,6 +20,8 @@ from peakgate.backends.base import DecodeOptions
 from peakgate.backends.factory import build_backend
 from peakgate.config import REPO_MODELS_DIR, default_models
 
+URGENT = DecodeOptions(urgent=True)
+
 
 def make_app(model: str) -> Starlette:
     config = next(m for m in default_models() if m.name == model)
@@ -28,8 +30,8 @@ def make_app(model: str) -> Starlette:
 
     async def translate(request: Request) -> Response:
         body = await request.json()
-        async with lock:  # one request on the engine at a time
-            texts = await backend.translate_batch(body["segments"], config.source, config.target, DecodeOptions())
+        async with lock:  # one request on the engine at a time, on a replica at the server's own priority
+            texts = await backend.translate_batch(body["segments"], config.source, config.target, URGENT)
         return JSONResponse({"translations": [{"text": t} for t in texts]})
 
     async def ready(_request: Request) -> Response:

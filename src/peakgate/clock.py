@@ -5,19 +5,26 @@ from __future__ import annotations
 import asyncio
 import heapq
 import time
+from collections.abc import Callable
 from typing import Protocol
 
 
+class Timer(Protocol):
+    def cancel(self) -> None: ...
+
+
 class Clock(Protocol):
-    """Monotonic seconds plus an awaitable sleep."""
+    """Monotonic seconds, an awaitable sleep, and a callback at a clock time (no task per timeout)."""
 
     def now(self) -> float: ...
 
     async def sleep(self, seconds: float) -> None: ...
 
+    def call_at(self, when: float, callback: Callable[[], object]) -> Timer: ...
+
 
 class MonotonicClock:
-    """The real clock: `time.monotonic` and `asyncio.sleep`."""
+    """The real clock: `time.monotonic`, `asyncio.sleep` and the running loop's timers."""
 
     def now(self) -> float:
         return time.monotonic()
@@ -25,16 +32,31 @@ class MonotonicClock:
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(max(0.0, seconds))
 
+    def call_at(self, when: float, callback: Callable[[], object]) -> Timer:
+        # Relative to our clock, not loop.time(): the two monotonic clocks need not share an origin.
+        return asyncio.get_running_loop().call_later(max(0.0, when - time.monotonic()), callback)
+
+
+class _FakeTimer:
+    __slots__ = ("callback", "cancelled")
+
+    def __init__(self, callback: Callable[[], object]) -> None:
+        self.callback = callback
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
 
 class FakeClock:
     """A clock that only moves when a test calls `advance`.
 
-    Sleepers park on futures and wake, in deadline order, when time passes them.
+    Timers (and the sleepers parked on them) fire in deadline order when time passes them.
     """
 
     def __init__(self, start: float = 0.0) -> None:
         self._now = start
-        self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._timers: list[tuple[float, int, _FakeTimer]] = []
         self._seq = 0
 
     def now(self) -> float:
@@ -45,18 +67,33 @@ class FakeClock:
             await asyncio.sleep(0)
             return
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._seq += 1
-        heapq.heappush(self._sleepers, (self._now + seconds, self._seq, fut))
-        await fut
 
-    def advance(self, seconds: float) -> None:
-        """Move time forward and wake every sleeper whose deadline has passed."""
-        self._now += seconds
-        while self._sleepers and self._sleepers[0][0] <= self._now:
-            _, _, fut = heapq.heappop(self._sleepers)
+        def wake() -> None:
             if not fut.done():
                 fut.set_result(None)
 
+        timer = self.call_at(self._now + seconds, wake)
+        try:
+            await fut
+        finally:
+            timer.cancel()
+
+    def call_at(self, when: float, callback: Callable[[], object]) -> Timer:
+        timer = _FakeTimer(callback)
+        self._seq += 1
+        heapq.heappush(self._timers, (when, self._seq, timer))
+        return timer
+
+    def advance(self, seconds: float) -> None:
+        """Move time forward and fire every timer whose deadline has passed."""
+        self._now += seconds
+        while self._timers and self._timers[0][0] <= self._now:
+            _, _, timer = heapq.heappop(self._timers)
+            if not timer.cancelled:
+                timer.cancelled = True
+                timer.callback()
+
     @property
     def sleepers(self) -> int:
-        return sum(1 for _, _, f in self._sleepers if not f.done())
+        """Timers still to fire (a parked sleeper is one)."""
+        return sum(1 for _, _, t in self._timers if not t.cancelled)

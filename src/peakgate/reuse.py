@@ -55,12 +55,15 @@ class Reuse:
         self._served = metrics.segments_served
 
     async def serve(self, texts: Sequence[str], scope: Scope, engine: EngineFn) -> list[Served]:
-        served: list[Served | None] = [self._exact(text, scope) for text in texts]
+        memory = self._memory
+        if memory is not None and not memory.serves(scope.tenant, scope.source, scope.target):
+            memory = None
+        served: list[Served | None] = [self._exact(memory, text, scope) for text in texts]
         rest = [i for i, s in enumerate(served) if s is None]
         filled: dict[int, Served] = {}
 
         async def fill(indices: list[int]) -> list[str]:
-            results = await self._fill([texts[rest[j]] for j in indices], scope, engine)
+            results = await self._fill(memory, [texts[rest[j]] for j in indices], scope, engine)
             for j, result in zip(indices, results, strict=True):
                 filled[rest[j]] = result
             return [r.text for r in results]
@@ -84,22 +87,25 @@ class Reuse:
             self._served.labels(s.origin).inc()
         return done
 
-    def _exact(self, text: str, scope: Scope) -> Served | None:
-        if self._memory is None:
+    @staticmethod
+    def _exact(memory: TranslationMemory | None, text: str, scope: Scope) -> Served | None:
+        if memory is None:
             return None
-        match = self._memory.exact(scope.tenant, scope.source, scope.target, text)
+        match = memory.exact(scope.tenant, scope.source, scope.target, text)
         if match is None:
             return None
         return Served(match.entry.target, "tm_exact", match.score)
 
-    async def _fill(self, texts: list[str], scope: Scope, engine: EngineFn) -> list[Served]:
+    @staticmethod
+    async def _fill(memory: TranslationMemory | None, texts: list[str], scope: Scope,
+                    engine: EngineFn) -> list[Served]:
         results: list[Served | None] = [None] * len(texts)
-        if self._memory is not None and scope.repair and self._memory.config.repair:
+        if memory is not None and scope.repair and memory.config.repair:
             async def spans(batch: Sequence[str], _source: str, _target: str) -> Sequence[str]:
                 return await engine(list(batch))
 
             for k, text in enumerate(texts):
-                found = await self._memory.lookup_or_repair(scope.tenant, scope.source, scope.target, text, spans)
+                found = await memory.lookup_or_repair(scope.tenant, scope.source, scope.target, text, spans)
                 if found is not None and found.text is not None:
                     results[k] = Served(found.text, "tm_exact" if found.kind == "exact" else "tm_repaired",
                                         found.score)

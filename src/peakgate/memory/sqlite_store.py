@@ -151,6 +151,10 @@ class SqliteTmStore:
             self._data_version = cast(int, version[0])
         return self._scopes
 
+    def has_entries(self, scope: Scope) -> bool:
+        with self._lock:
+            return scope in self._known_scopes()
+
     def exact(self, scope: Scope, source: str) -> TmEntry | None:
         with self._lock:
             if scope not in self._known_scopes():

@@ -32,6 +32,10 @@ class TmStore(Protocol):
 
     def exact(self, scope: Scope, source: str) -> TmEntry | None: ...
 
+    def has_entries(self, scope: Scope) -> bool:
+        """Whether `scope` holds anything (cheap: asked once per request before any lookup)."""
+        ...
+
     def fuzzy(self, scope: Scope, source: str, *, threshold: float, limit: int = 1) -> list[TmMatch]: ...
 
     def iter_entries(self, *, tenant: str | None = None, source_lang: str | None = None,

@@ -62,6 +62,13 @@ class TranslationMemory:
         own = Scope(tenant, sl, tl)
         return [own] if tenant == SHARED_TENANT else [own, Scope(SHARED_TENANT, sl, tl)]
 
+    def serves(self, tenant: str, source_lang: str, target_lang: str) -> bool:
+        """Whether any lookup for this tenant and pair can match: most pairs hold nothing, and one check per
+        request then skips every per-segment exact and fuzzy lookup."""
+        if not self._config.enabled:
+            return False
+        return any(self._store.has_entries(scope) for scope in self._scopes(tenant, source_lang, target_lang))
+
     def exact(self, tenant: str, source_lang: str, target_lang: str, text: str) -> TmMatch | None:
         """An exact match (own, then shared) only: the cheap check that runs before the cache."""
         if not self._config.enabled or len(text) > self._config.max_entry_chars or not normalize(text):

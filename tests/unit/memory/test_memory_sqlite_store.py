@@ -88,3 +88,10 @@ def test_unopenable_path_is_a_store_error(tmp_path: Path) -> None:
     blocker.write_text("x")
     with pytest.raises(TmStoreError, match="cannot open"):
         SqliteTmStore(blocker / "tm.sqlite3")
+
+
+def test_has_entries_sees_a_scope_as_soon_as_it_is_written(store: SqliteTmStore) -> None:
+    scope = Scope("acme", "en", "es")
+    assert not store.has_entries(scope)
+    store.add_many([TmEntry("en", "es", "Hello", "Hola", "acme", "model")])
+    assert store.has_entries(scope) and not store.has_entries(Scope("other", "en", "es"))

@@ -40,6 +40,14 @@ def test_tenant_sees_own_entries_first_then_shared(tm: TranslationMemory) -> Non
     assert tm.lookup("acme", "en", "es", "Open").entry.target == "Abrir (acme)"  # type: ignore[union-attr]
 
 
+def test_serves_says_whether_the_tenant_or_shared_scope_holds_anything(tm: TranslationMemory) -> None:
+    assert not tm.serves("acme", "en", "es")
+    tm.add_many([entry("Open", "Abrir", tenant="acme")])
+    assert tm.serves("acme", "EN-us", "es") and not tm.serves("globex", "en", "es")
+    tm.add_many([entry("Close", "Cerrar")])  # shared: every tenant's lookups can match now
+    assert tm.serves("globex", "en", "es") and not tm.serves("globex", "en", "fr")
+
+
 def test_exact_beats_fuzzy_and_misses_are_none(tm: TranslationMemory) -> None:
     tm.add_many([entry("Save the file", "Guardar el fichero"), entry("Save the files", "Guardar los ficheros")])
     assert tm.lookup("", "en", "es", "Save the files").kind == "exact"  # type: ignore[union-attr]

@@ -86,7 +86,9 @@ class _Texts:
         for _ in range(n):
             lap, i = divmod(self._used, len(self._sentences))
             self._used += 1
-            out.append(self._sentences[i] if lap == 0 else f"{self._sentences[i]} ({lap})")
+            # The lap number in front: appended after a full stop it was split off as a sentence of its own,
+            # one text shared (coalesced) by every request of that lap, across classes.
+            out.append(self._sentences[i] if lap == 0 else f"({lap}) {self._sentences[i]}")
         return out
 
 

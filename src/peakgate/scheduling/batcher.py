@@ -9,13 +9,15 @@ Policy (Triton-style dynamic batching, one `BatchKey` per batch):
   urgent class is pending, which costs at most `max_queue_delay_ms`;
 - items whose deadline has passed are never planned; the plan lists them for the executor to drop;
 - a worker reserved for urgent work plans with `max_rank`: only items of that class or more urgent;
-- a batch headed by the most urgent class carries only that class, and goes at once when others wait
-  behind it (lower-class fill would make every interactive sentence wait for the slowest batch item).
+- a batch headed by the most urgent class goes at once when others wait behind it; it carries lower-class
+  sentences only as riders, up to `urgent_fill_batch_size` and none longer than its own longest (a longer
+  one would make every interactive sentence wait for more decode steps). A reserved worker takes riders too.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -25,6 +27,7 @@ from peakgate.config import BatcherConfig
 from peakgate.scheduling.queue import BatchKey, WorkItem
 
 Trigger = Literal["preferred", "full", "delay"]
+_RIDER_SCAN = 64  # lower-class items looked at for riders: keeps a plan O(batch) behind a deep backlog
 
 
 class GroupView(Protocol):
@@ -56,13 +59,15 @@ class Limits:
     max_tokens: int
     preferred: tuple[int, ...]  # ascending, each <= max_size
     delay_s: float
+    urgent_fill: int = 0  # total size an interactive batch may be topped up to with shorter lower-class items
 
     @classmethod
     def of(cls, config: BatcherConfig, cost: CostModel) -> Limits:
         max_size = max(1, min(config.max_batch_size, cost.max_batch_size))
         sizes = {*config.preferred_batch_sizes, *cost.preferred_batch_sizes}
         preferred = tuple(sorted(s for s in sizes if 0 < s <= max_size))
-        return cls(max_size, max(1, config.max_batch_tokens), preferred, config.max_queue_delay_ms / 1000.0)
+        return cls(max_size, max(1, config.max_batch_tokens), preferred, config.max_queue_delay_ms / 1000.0,
+                   min(max_size, config.urgent_fill_batch_size))
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,10 +153,11 @@ def _fill(
     batch: list[WorkItem] = []
     tokens = 0
     for item in items:
+        if batch and batch[0].rank == 0 and item.rank > 0:
+            riders = itertools.chain((item,), items)
+            return _ride_along(batch, tokens, riders, now=now, limits=limits), True  # goes at once: others wait
         if max_rank is not None and item.rank > max_rank:
             break  # items come class first: the rest are all less urgent
-        if batch and batch[0].rank == 0 and item.rank > 0:
-            return batch, True  # no lower-class fill behind interactive: its batch stays small and quick
         if lower_cap is not None and batch and batch[0].rank > 0 and len(batch) >= lower_cap:
             return batch, True
         if item.deadline <= now:
@@ -161,6 +167,19 @@ def _fill(
         batch.append(item)
         tokens += item.tokens
     return batch, False
+
+
+def _ride_along(batch: list[WorkItem], tokens: int, rest: Iterator[WorkItem], *, now: float,
+                limits: Limits) -> list[WorkItem]:
+    """Top an interactive batch up with lower-class items no longer than its longest (a bounded scan)."""
+    longest = max(item.tokens for item in batch)
+    for item in itertools.islice(rest, _RIDER_SCAN):
+        if len(batch) >= limits.urgent_fill:
+            break
+        if item.deadline > now and item.tokens <= longest and tokens + item.tokens <= limits.max_tokens:
+            batch.append(item)
+            tokens += item.tokens
+    return batch
 
 
 def _urgency(item: WorkItem) -> tuple[int, float, float]:

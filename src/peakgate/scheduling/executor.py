@@ -129,7 +129,7 @@ class Executor:
 
     async def _run_counted(self, batch: BatchPlan, limited: bool) -> None:
         """Run a batch, keeping the lower-class slot count and the adaptive limit's slot while it runs."""
-        lower = any(item.priority != PRIORITY_ORDER[0] for item in batch.items)
+        lower = batch.items[0].priority != PRIORITY_ORDER[0]  # riders on an interactive batch do not count
         self._lower_running += lower
         outcome: tuple[float | None, bool] = (None, False)
         try:

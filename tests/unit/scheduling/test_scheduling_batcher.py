@@ -127,20 +127,34 @@ async def test_a_reserved_worker_plans_only_the_most_urgent_class() -> None:
     fill(q, 3, priority="batch", text="b")
     assert isinstance(plan(q, 1.0, config(), ENGINE, max_rank=0), Wait)
     fill(q, 2, priority="interactive", text="i")
-    decision = batch(plan(q, 1.0, config(), ENGINE, max_rank=0))
+    decision = batch(plan(q, 1.0, config(), ENGINE, max_rank=0))  # riders are off by default
     assert [item.text for item in decision.items] == ["i0", "i1"]
     assert batch(plan(q, 1.0, config(), ENGINE, max_rank=2)).items == decision.items
 
 
-async def test_interactive_batches_carry_no_lower_class_fill_and_go_at_once() -> None:
+async def test_without_riders_interactive_batches_carry_no_lower_class_fill_and_go_at_once() -> None:
     q = RequestQueue("m", 20)
     fill(q, 3, priority="batch", text="b")
     fill(q, 2, priority="interactive", text="i")
-    first = batch(plan(q, 0.0, config(), ENGINE))  # no queue delay: lower classes wait behind it
+    first = batch(plan(q, 0.0, config(), ENGINE))  # lower classes wait behind it
     assert ([item.text for item in first.items], first.trigger) == (["i0", "i1"], "full")
     q.take(first.items)
     later = batch(plan(q, 1.0, config(), ENGINE))
     assert [item.text for item in later.items] == ["b0", "b1", "b2"]
+
+
+async def test_interactive_batches_take_shorter_lower_class_riders_up_to_the_fill_size() -> None:
+    q = RequestQueue("m", 40)
+    fill(q, 1, priority="document", text="long document sentence, far longer than the interactive one ")
+    fill(q, 6, priority="batch", text="b")
+    fill(q, 1, priority="batch", deadline=0.5, text="late")  # past its deadline at t=1: never a rider
+    fill(q, 2, priority="interactive", text="interactive ")
+    first = batch(plan(q, 1.0, config(urgent_fill_batch_size=5), ENGINE))
+    assert ([item.text for item in first.items], first.trigger) == (
+        ["interactive 0", "interactive 1", "b0", "b1", "b2"], "full")
+    assert first.items[0].priority == "interactive"  # the head still marks the batch urgent
+    reserved = batch(plan(q, 1.0, config(urgent_fill_batch_size=5), ENGINE, max_rank=0))
+    assert reserved.items == first.items  # a reserved worker takes riders too
 
 
 async def test_lower_class_batches_are_capped_while_interactive_is_recent() -> None:

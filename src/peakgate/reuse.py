@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from peakgate.cache import CacheConfig, KeyParts, TranslationCache, cache_key
 from peakgate.memory import TranslationMemory
@@ -52,7 +52,7 @@ class Reuse:
         self._cache = cache
         self._memory = memory
         self._cache_config = cache_config
-        self._served = metrics.segments_served
+        self._served = {origin: metrics.segments_served.labels(origin) for origin in get_args(Origin)}
 
     async def serve(self, texts: Sequence[str], scope: Scope, engine: EngineFn) -> list[Served]:
         memory = self._memory
@@ -84,7 +84,7 @@ class Reuse:
         done = [s for s in served if s is not None]
         assert len(done) == len(texts)  # every index was served by exactly one step above
         for s in done:
-            self._served.labels(s.origin).inc()
+            self._served[s.origin].inc()
         return done
 
     @staticmethod

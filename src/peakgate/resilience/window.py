@@ -57,31 +57,42 @@ class TimeWindow:
     """Outcomes of the last `window_s` seconds, in `buckets` fixed slices.
 
     Bucketing bounds memory under heavy traffic; the price is that the window's edge moves one slice at a time.
+    Running totals make `counts` O(expired slices): admission asks for them on every request.
     """
 
     def __init__(self, window_s: float, buckets: int = 10) -> None:
         if window_s <= 0 or buckets < 1:
             raise ValueError("window_s must be > 0 and buckets >= 1")
-        self._window_s = window_s
         self._slice_s = window_s / buckets
+        self._span = round(window_s / self._slice_s)  # slices in the window
         self._slices: deque[list[int]] = deque()  # [slice index, total, failures]
+        self._total = 0
+        self._failures = 0
 
     def add(self, now: float, failed: bool, weight: int = 1) -> None:
-        self._expire(now)
         index = int(now // self._slice_s)
+        self._expire(index)
         if not self._slices or self._slices[-1][0] != index:
             self._slices.append([index, 0, 0])
-        self._slices[-1][1] += weight
-        self._slices[-1][2] += weight if failed else 0
+        last = self._slices[-1]
+        last[1] += weight
+        self._total += weight
+        if failed:
+            last[2] += weight
+            self._failures += weight
 
     def counts(self, now: float) -> WindowCounts:
-        self._expire(now)
-        return WindowCounts(total=sum(s[1] for s in self._slices), failures=sum(s[2] for s in self._slices))
+        self._expire(int(now // self._slice_s))
+        return WindowCounts(total=self._total, failures=self._failures)
 
     def reset(self) -> None:
         self._slices.clear()
+        self._total = self._failures = 0
 
-    def _expire(self, now: float) -> None:
-        oldest = int(now // self._slice_s) - round(self._window_s / self._slice_s) + 1
-        while self._slices and self._slices[0][0] < oldest:
-            self._slices.popleft()
+    def _expire(self, index: int) -> None:
+        oldest = index - self._span + 1
+        slices = self._slices
+        while slices and slices[0][0] < oldest:
+            _, total, failures = slices.popleft()
+            self._total -= total
+            self._failures -= failures

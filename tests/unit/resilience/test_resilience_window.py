@@ -33,3 +33,21 @@ def test_windows_reject_bad_sizes() -> None:
         CountWindow(0)
     with pytest.raises(ValueError):
         TimeWindow(0.0)
+
+
+def test_time_window_running_totals_match_a_recount_through_gaps_and_resets() -> None:
+    window = TimeWindow(2.0, buckets=4)
+    kept: list[tuple[float, int, bool]] = []
+    for step in range(60):
+        now = step * 0.37
+        failed = step % 3 == 0
+        window.add(now, failed, weight=1 + step % 2)
+        kept.append((now, 1 + step % 2, failed))
+        if step == 40:
+            window.reset()
+            kept.clear()
+        oldest_slice = int(now // 0.5) - 4 + 1
+        live = [(w, f) for t, w, f in kept if int(t // 0.5) >= oldest_slice]
+        counts = window.counts(now)
+        assert (counts.total, counts.failures) == (sum(w for w, _ in live), sum(w for w, f in live if f))
+    assert window.counts(1000.0).total == 0  # a long quiet spell empties it

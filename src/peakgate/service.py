@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
 from peakgate.admission.admission import Admission
@@ -79,7 +79,8 @@ class Service:
         self.settings = settings
         self.metrics = metrics or Metrics()
         self._clock = clock or MonotonicClock()
-        self._guard = OverloadGuard(settings.resilience, settings.classes, self._clock, self.metrics)
+        self._guard = OverloadGuard(settings.resilience, settings.classes, self._clock, self.metrics,
+                                    on_starved=self._shed_starved)
         self._backends = dict(backends) if backends is not None else {
             m.name: build_backend(m, settings.models_dir, self._guard.outlier_detector) for m in settings.models
         }
@@ -102,6 +103,9 @@ class Service:
             config=settings.jobs,
             should_pause=lambda: self._scheduler.urgent_backlog(settings.batcher.reserve_window_s),
         )
+
+    def _shed_starved(self, priority: PriorityClass, error: Callable[[object], PeakgateError]) -> int:
+        return self._scheduler.shed_queued(priority, error)  # built after the guard: looked up per call
 
     @property
     def jobs(self) -> JobStore:
@@ -177,7 +181,7 @@ class Service:
         degradation = self._guard.degradation
         route = self._route(request, principal, source, degradation)
         self._guard.admit(priority, 1000.0 * self._scheduler.service_time_s(route.model, len(request.segments)),
-                          self._scheduler.capacity_per_s(route.model))
+                          self._scheduler.capacity_per_s(route.model), request.deadline_ms)
         deadline = self._clock.now() + (request.deadline_ms or self._class(priority).deadline_ms) / 1000.0
         shields = self._shield(request, principal, source)
         beam = degradation.beam_size(self._class(priority).beam_size)

@@ -9,10 +9,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterator, Mapping
+import math
+from collections.abc import Callable, Iterator, Mapping
 
 from peakgate.clock import Clock
 from peakgate.config import PRIORITY_ORDER, ClassConfig, PriorityClass
+from peakgate.errors import PeakgateError
 from peakgate.observe.metrics import Metrics
 from peakgate.resilience import shedding
 from peakgate.resilience.breaker import Breakers, Transition
@@ -25,11 +27,15 @@ from peakgate.resilience.window import TimeWindow
 
 _log = logging.getLogger(__name__)
 _STATE_VALUE = {"closed": 0.0, "half_open": 1.0, "open": 2.0}
+_STARVED_SHED_INTERVAL_S = 1.0
+# (class, error per queued item) -> how many queued segments of that class and below were failed.
+StarvedHook = Callable[[PriorityClass, Callable[[object], PeakgateError]], int]
 
 
 class OverloadGuard:
     def __init__(
-        self, config: ResilienceConfig, classes: Mapping[PriorityClass, ClassConfig], clock: Clock, metrics: Metrics
+        self, config: ResilienceConfig, classes: Mapping[PriorityClass, ClassConfig], clock: Clock, metrics: Metrics,
+        *, on_starved: StarvedHook | None = None,
     ) -> None:
         self._config = config
         self._classes = classes
@@ -41,24 +47,41 @@ class OverloadGuard:
         self.retries = RetryBudget(config.retry, clock)  # fallbacks along a tier are retries: no retry storms
         self._slo = TimeWindow(config.slo_window_s)
         self._task: asyncio.Task[None] | None = None
+        self._on_starved = on_starved
+        self._starved_at: dict[PriorityClass, float] = {}
 
     @property
     def degradation(self) -> Degradation:
         return self.ladder.degradation
 
-    def admit(self, priority: PriorityClass, service_time_ms: float, capacity_per_s: float) -> None:
+    def admit(self, priority: PriorityClass, service_time_ms: float, capacity_per_s: float,
+              deadline_ms: float | None = None) -> None:
         """Raise the shed decision's `RateLimited`/`Overloaded` (with Retry-After) when this class must wait out.
 
         `capacity_per_s` is the serving model's measured rate while busy: the tracker's own completion rate
         counts arrivals too, so after a quiet spell it would read a fast engine as a slow one and shed a burst.
         """
         ctx = self.tracker.context(priority, service_time_ms, self._classes, self._config.shedding,
-                                   min_drain_per_s=capacity_per_s)
+                                   min_drain_per_s=capacity_per_s, deadline_ms=deadline_ms)
         decision = shedding.decide(ctx)
         if decision.shed:
             self._metrics.rejected.labels("shed", priority).inc()
             self.record(good=False)
+            if decision.starved:
+                self._shed_starved(priority, decision)
             raise decision.error()
+
+    def _shed_starved(self, priority: PriorityClass, decision: shedding.ShedDecision) -> None:
+        """Work of a starved class admitted before it starved would wait out its deadline: fail it now, at most
+        once per `_STARVED_SHED_INTERVAL_S` per class (each call scans the queues)."""
+        now = self._clock.now()
+        if self._on_starved is None or now - self._starved_at.get(priority, -math.inf) < _STARVED_SHED_INTERVAL_S:
+            return
+        self._starved_at[priority] = now
+        shed = self._on_starved(priority, lambda _item: decision.error())
+        if shed:
+            _log.warning("%s work starved by more critical arrivals: %d queued segments shed with Retry-After",
+                         priority, shed)
 
     @contextlib.contextmanager
     def queued(self, priority: PriorityClass, segments: int) -> Iterator[None]:

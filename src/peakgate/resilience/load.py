@@ -16,7 +16,7 @@ from peakgate.resilience.window import TimeWindow
 
 
 class LoadTracker:
-    """Depth, oldest wait and EWMA wait per class, plus the completion rate over `drain_window_s`."""
+    """Depth, oldest wait, EWMA wait and arrival rate per class, plus the completion rate over `drain_window_s`."""
 
     def __init__(self, clock: Clock, *, wait_alpha: float = 0.2, drain_window_s: float = 10.0) -> None:
         if not 0 < wait_alpha <= 1:
@@ -25,6 +25,7 @@ class LoadTracker:
         self._alpha = wait_alpha
         self._drain_window_s = drain_window_s
         self._completions = TimeWindow(drain_window_s)
+        self._arrivals = {c: TimeWindow(drain_window_s) for c in PRIORITY_ORDER}
         self._queued: dict[PriorityClass, dict[int, float]] = {c: {} for c in PRIORITY_ORDER}
         self._ewma_ms: dict[PriorityClass, float] = dict.fromkeys(PRIORITY_ORDER, 0.0)
         self._tokens = count()
@@ -32,7 +33,9 @@ class LoadTracker:
     def enqueued(self, cls: PriorityClass) -> int:
         """Record a queued request; returns the token to pass to `dequeued`."""
         token = next(self._tokens)
-        self._queued[cls][token] = self._clock.now()
+        now = self._clock.now()
+        self._queued[cls][token] = now
+        self._arrivals[cls].add(now, failed=False)
         return token
 
     def dequeued(self, cls: PriorityClass, token: int, *, served: bool = True) -> None:
@@ -53,7 +56,8 @@ class LoadTracker:
         queued = self._queued[cls]
         # Tokens are enqueued in time order and dicts keep insertion order: the first value is the oldest, O(1).
         oldest = (self._clock.now() - next(iter(queued.values()))) * 1000.0 if queued else 0.0
-        return ClassLoad(len(queued), oldest, self._ewma_ms[cls], sla.max_queue_wait_ms, sla.deadline_ms)
+        arrivals = self._arrivals[cls].counts(self._clock.now()).total / self._drain_window_s
+        return ClassLoad(len(queued), oldest, self._ewma_ms[cls], sla.max_queue_wait_ms, sla.deadline_ms, arrivals)
 
     def context(
         self,
@@ -64,8 +68,10 @@ class LoadTracker:
         *,
         client_share: float = 0.0,
         min_drain_per_s: float = 0.0,
+        deadline_ms: float | None = None,
     ) -> ShedContext:
-        """`min_drain_per_s`: a floor from the engines' measured capacity (completions also count arrivals)."""
+        """`min_drain_per_s`: a floor from the engines' measured capacity (completions also count arrivals);
+        `deadline_ms`: the request's own deadline, when it set one."""
         loads = {cls: self.load(cls, sla) for cls, sla in classes.items()}
         drain = max(self.drain_per_s(), min_drain_per_s)
-        return ShedContext(request_class, service_time_ms, loads, drain, config, client_share)
+        return ShedContext(request_class, service_time_ms, loads, drain, config, client_share, deadline_ms)

@@ -15,6 +15,9 @@ from peakgate.resilience.settings import SheddingConfig
 
 STATUS_CLIENT = 429
 STATUS_SERVICE = 503
+# Under strict priority a class drains at what the more critical arrivals leave; never counted below this share
+# of the total, so a prediction (and its Retry-After) stays finite when those arrivals alone fill the engines.
+_MIN_DRAIN_SHARE = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +29,7 @@ class ClassLoad:
     ewma_wait_ms: float  # smoothed wait of recently dequeued requests
     max_queue_wait_ms: float
     deadline_ms: float
+    arrivals_per_s: float = 0.0  # segments admitted per second lately
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +40,7 @@ class ShedContext:
     drain_per_s: float  # requests the backends complete per second (all classes)
     config: SheddingConfig
     client_share: float = 0.0  # the caller's share of the backlog, 0..1
+    deadline_ms: float | None = None  # the request's own deadline when it set one (tighter than its class's)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +50,7 @@ class ShedDecision:
     retry_after_s: float | None  # when shed: predicted drain time, never 0
     reason: str
     predicted_wait_ms: float
+    starved: bool = False  # shed because more critical arrivals take the engines: queued work of it starves too
 
     def error(self) -> Rejected:
         """The exception admission raises for a shed request."""
@@ -69,7 +75,21 @@ def predicted_wait_ms(ctx: ShedContext, cls: PriorityClass) -> float:
         # Nothing completed in the drain window (cold start, or after idling): no rate to divide by, and
         # shedding on a guess would refuse the first burst; the observed waits are the evidence there is.
         return observed
-    return max(observed, ahead / ctx.drain_per_s * 1000.0)
+    return max(observed, ahead / _class_drain_per_s(ctx, cls) * 1000.0)
+
+
+def _starved(ctx: ShedContext, cls: PriorityClass) -> bool:
+    """More critical arrivals take (nearly) all the engines: admitted now, `cls` work would wait, then expire."""
+    return cls != PRIORITY_ORDER[0] and ctx.drain_per_s > 0 and (
+        _class_drain_per_s(ctx, cls) <= ctx.drain_per_s * _MIN_DRAIN_SHARE)
+
+
+def _class_drain_per_s(ctx: ShedContext, cls: PriorityClass) -> float:
+    """What the engines have left for `cls`: more critical work arriving meanwhile goes first (bench.overload:
+    batch work admitted on the total rate waited out its whole deadline behind interactive arrivals)."""
+    above = PRIORITY_ORDER[: PRIORITY_ORDER.index(cls)]
+    taken = sum(ctx.classes[c].arrivals_per_s for c in above if c in ctx.classes)
+    return max(ctx.drain_per_s - taken, ctx.drain_per_s * _MIN_DRAIN_SHARE)
 
 
 def retry_after_s(ctx: ShedContext) -> float:
@@ -91,11 +111,18 @@ def _own_reason(ctx: ShedContext, cls: PriorityClass) -> str | None:
     """Why a request of `cls` would be shed on its own class's numbers, or None."""
     load = ctx.classes.get(cls)
     wait_ms = predicted_wait_ms(ctx, cls)
-    if load is not None and wait_ms + ctx.service_time_ms > load.deadline_ms:
-        return f"{cls} predicted wait {wait_ms:.0f} ms + service would pass its {load.deadline_ms:.0f} ms deadline"
+    deadline_ms = load.deadline_ms if load is not None else None
+    if cls == ctx.request_class and ctx.deadline_ms is not None:
+        # Queued past its own deadline it would only be dropped later, after holding a queue slot (and
+        # perhaps after part of it ran): a 503 with Retry-After now serves the client better.
+        deadline_ms = min(ctx.deadline_ms, deadline_ms) if deadline_ms is not None else ctx.deadline_ms
+    if deadline_ms is not None and wait_ms + ctx.service_time_ms > deadline_ms:
+        return f"{cls} predicted wait {wait_ms:.0f} ms + service would pass its {deadline_ms:.0f} ms deadline"
     fraction = _protect_fraction(cls, ctx.config)
     if fraction is None:
         return None  # interactive: only its own deadline sheds it
+    if _starved(ctx, cls):
+        return f"{cls} starved: more critical work arrives as fast as the engines drain"
     if load is not None and wait_ms > load.max_queue_wait_ms:
         return f"{cls} predicted wait {wait_ms:.0f} ms over its {load.max_queue_wait_ms:.0f} ms budget"
     top = ctx.classes.get("interactive")
@@ -123,4 +150,5 @@ def decide(ctx: ShedContext) -> ShedDecision:
     if reason is None:
         return ShedDecision(False, None, None, "admitted", wait_ms)
     status = STATUS_CLIENT if ctx.client_share >= ctx.config.client_share_for_429 else STATUS_SERVICE
-    return ShedDecision(True, status, retry_after_s(ctx), reason, wait_ms)
+    # A class below a starved one is starved too: it drains at most what that one leaves.
+    return ShedDecision(True, status, retry_after_s(ctx), reason, wait_ms, starved=_starved(ctx, ctx.request_class))

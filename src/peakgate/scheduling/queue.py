@@ -260,6 +260,10 @@ class RequestQueue:
     def drop_all(self, error: Callable[[WorkItem], PeakgateError], reason: str) -> int:
         return self.drop([item for item in self._fifo if item.state is ItemState.QUEUED], error, reason)
 
+    def drop_from(self, rank: int, error: Callable[[WorkItem], PeakgateError], reason: str) -> int:
+        """Fail every queued item of class `rank` or less urgent (a shared item carries its most urgent waiter's)."""
+        return self.drop([i for i in self._fifo if i.state is ItemState.QUEUED and i.rank >= rank], error, reason)
+
     def _index(self, item: WorkItem, group: QueueGroup) -> None:
         seq = next(self._seq)
         heapq.heappush(group.heap, _Entry(item.rank, item.deadline, seq, item.version, item))

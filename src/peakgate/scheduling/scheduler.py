@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from peakgate.backends.base import Backend, DecodeOptions
 from peakgate.clock import Clock
 from peakgate.config import PRIORITY_ORDER, BatcherConfig, ClassConfig, PriorityClass
-from peakgate.errors import ConfigError, DeadlineExceeded, Unavailable, UnknownModel
+from peakgate.errors import ConfigError, DeadlineExceeded, PeakgateError, Unavailable, UnknownModel
 from peakgate.observe.metrics import Metrics
 from peakgate.resilience.breaker import Breakers, CircuitBreaker
 from peakgate.resilience.concurrency import AdaptiveLimiter
@@ -125,6 +125,12 @@ class Scheduler:
         finally:
             lane.coalescer.release(items, self._clock.now())
         return _reassemble(pieces, outputs)
+
+    def shed_queued(self, priority: PriorityClass, error: Callable[[WorkItem], PeakgateError]) -> int:
+        """Fail the queued work of `priority` and less urgent classes on every model with `error` at once: their
+        class is starved, and a 503 with Retry-After now beats a 504 at their deadline. Returns how many."""
+        rank = PRIORITY_ORDER.index(priority)
+        return sum(lane.queue.drop_from(rank, error, "shed") for lane in self._lanes.values())
 
     def queue_depth(self, model: str) -> int:
         return len(self._get(model).queue)

@@ -47,6 +47,18 @@ def test_drain_rate_over_the_window() -> None:
     assert tracker.drain_per_s() == pytest.approx(5.0)
 
 
+def test_arrival_rate_per_class_over_the_window() -> None:
+    clock = FakeClock()
+    tracker = LoadTracker(clock, drain_window_s=10.0)
+    for _ in range(30):
+        tracker.enqueued("interactive")
+    tracker.enqueued("batch")
+    assert tracker.load("interactive", SLAS["interactive"]).arrivals_per_s == pytest.approx(3.0)
+    assert tracker.load("batch", SLAS["batch"]).arrivals_per_s == pytest.approx(0.1)
+    clock.advance(11.0)
+    assert tracker.load("interactive", SLAS["interactive"]).arrivals_per_s == 0.0
+
+
 def test_context_feeds_the_policy() -> None:
     clock = FakeClock()
     tracker = LoadTracker(clock)

@@ -134,3 +134,46 @@ def test_retry_after_uses_the_observed_wait_when_queues_look_empty() -> None:
     decision = decide(ShedContext("batch", 50.0, loads, 100.0, CFG))
     assert decision.shed
     assert decision.retry_after_s == pytest.approx(130.0)
+
+
+def test_a_lower_class_drains_at_what_more_critical_arrivals_leave() -> None:
+    # 11,000 batch segments ahead at 100/s: 110 s, inside the 120 s budget, until interactive work arrives at
+    # 50/s: then batch drains at 50/s (220 s) and is shed; its own and lower arrivals do not count against it.
+    ctx = _ctx("batch", {"batch": 11_000})
+    assert not decide(ctx).shed
+    loads = dict(ctx.classes)
+    loads["interactive"] = ClassLoad(0, 0.0, 0.0, 500.0, 3_000.0, arrivals_per_s=50.0)
+    busy = ShedContext("batch", 50.0, loads, 100.0, CFG)
+    assert predicted_wait_ms(busy, "batch") == pytest.approx(220_000.0)
+    assert decide(busy).shed
+    loads["batch"] = ClassLoad(11_000, 0.0, 0.0, 120_000.0, 300_000.0, arrivals_per_s=500.0)
+    assert predicted_wait_ms(ShedContext("batch", 50.0, loads, 100.0, CFG), "batch") == pytest.approx(220_000.0)
+
+
+def test_arrivals_above_capacity_leave_a_finite_prediction() -> None:
+    loads = dict(_ctx("document", {"document": 100}).classes)
+    loads["interactive"] = ClassLoad(0, 0.0, 0.0, 500.0, 3_000.0, arrivals_per_s=1_000.0)
+    ctx = ShedContext("document", 50.0, loads, 100.0, CFG)
+    assert predicted_wait_ms(ctx, "document") == pytest.approx(100 / 5.0 * 1000.0)  # 5 % of the drain rate
+    decision = decide(ctx)
+    assert decision.shed and decision.retry_after_s == pytest.approx(20.0)
+
+
+def test_a_request_is_shed_on_its_own_deadline_when_tighter_than_its_class() -> None:
+    # 1,000 batch segments ahead at 100/s: 10 s. Inside batch's 300 s deadline, past a 5 s one the client set.
+    loads = _ctx("batch", {"batch": 1_000}).classes
+    assert not decide(ShedContext("batch", 50.0, loads, 100.0, CFG)).shed
+    tight = decide(ShedContext("batch", 50.0, loads, 100.0, CFG, deadline_ms=5_000.0))
+    assert tight.shed and "5000 ms deadline" in tight.reason and tight.retry_after_s == pytest.approx(10.0)
+    assert not decide(ShedContext("batch", 50.0, loads, 100.0, CFG, deadline_ms=60_000.0)).shed
+
+
+def test_a_lower_class_is_shed_while_more_critical_arrivals_fill_the_engines() -> None:
+    loads = dict(_ctx("batch", {}).classes)
+    assert not decide(ShedContext("batch", 50.0, loads, 100.0, CFG)).shed  # an idle queue, nothing above
+    loads["document"] = ClassLoad(0, 0.0, 0.0, 10_000.0, 30_000.0, arrivals_per_s=60.0)
+    loads["interactive"] = ClassLoad(0, 0.0, 0.0, 500.0, 3_000.0, arrivals_per_s=39.0)
+    starved = decide(ShedContext("batch", 50.0, loads, 100.0, CFG))
+    assert starved.shed and "starved" in starved.reason
+    assert not decide(ShedContext("document", 50.0, loads, 100.0, CFG)).shed  # 61/s left for documents
+    assert not decide(ShedContext("interactive", 50.0, loads, 100.0, CFG)).shed

@@ -423,3 +423,26 @@ async def test_bulk_replicas_take_lower_classes_whole_while_interactive_is_recen
     gate.set()
     assert (await first, await second) == (["<B1.>", "<B2.>", "<B3.>"], ["<B4.>"])
     await h.scheduler.close()
+
+
+async def test_shed_queued_fails_the_starved_classes_queued_work_and_leaves_the_rest(h: Harness) -> None:
+    h.backend.hold()
+    running = h.submit("Running batch.", priority="batch", within=60)
+    await settle()
+    await h.flush()
+    batch = h.submit("Queued batch.", priority="batch", within=60)
+    document = h.submit("Queued document.", priority="document", within=60)
+    interactive = h.submit("Queued interactive.", within=60)
+    await settle()
+    shed = h.scheduler.shed_queued("document", lambda item: Overloaded(f"{item.priority} starved",
+                                                                       retry_after_s=2.0))
+    assert shed == 2
+    for task in (batch, document):
+        with pytest.raises(Overloaded) as error:
+            await task
+        assert error.value.retry_after_s == 2.0
+    assert h.sample("peakgate_dropped_total", reason="shed") == 2
+    assert not running.done() and not interactive.done()  # a running batch is never cut short
+    h.backend.gate.set()
+    await h.flush()
+    assert await interactive == ["<Queued interactive.>"] and await running == ["<Running batch.>"]

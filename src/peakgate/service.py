@@ -80,7 +80,7 @@ class Service:
         self.metrics = metrics or Metrics()
         self._clock = clock or MonotonicClock()
         self._guard = OverloadGuard(settings.resilience, settings.classes, self._clock, self.metrics,
-                                    on_starved=self._shed_starved)
+                                    shed_queued=self._shed_queued)
         self._backends = dict(backends) if backends is not None else {
             m.name: build_backend(m, settings.models_dir, self._guard.outlier_detector) for m in settings.models
         }
@@ -104,8 +104,9 @@ class Service:
             should_pause=lambda: self._scheduler.urgent_backlog(settings.batcher.reserve_window_s),
         )
 
-    def _shed_starved(self, priority: PriorityClass, error: Callable[[object], PeakgateError]) -> int:
-        return self._scheduler.shed_queued(priority, error)  # built after the guard: looked up per call
+    def _shed_queued(self, priority: PriorityClass, error: Callable[[object], PeakgateError],
+                     drain_per_s: float | None) -> int:
+        return self._scheduler.shed_queued(priority, error, drain_per_s)  # built after the guard: looked up per call
 
     @property
     def jobs(self) -> JobStore:

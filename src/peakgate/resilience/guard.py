@@ -27,15 +27,16 @@ from peakgate.resilience.window import TimeWindow
 
 _log = logging.getLogger(__name__)
 _STATE_VALUE = {"closed": 0.0, "half_open": 1.0, "open": 2.0}
-_STARVED_SHED_INTERVAL_S = 1.0
-# (class, error per queued item) -> how many queued segments of that class and below were failed.
-StarvedHook = Callable[[PriorityClass, Callable[[object], PeakgateError]], int]
+_QUEUE_SHED_INTERVAL_S = 1.0
+# (class, error per queued item, its drain rate or None when starved) -> how many queued segments were failed:
+# with a rate, those of the class that cannot make their deadline at it; starved, all of it and below.
+QueueShedHook = Callable[[PriorityClass, Callable[[object], PeakgateError], float | None], int]
 
 
 class OverloadGuard:
     def __init__(
         self, config: ResilienceConfig, classes: Mapping[PriorityClass, ClassConfig], clock: Clock, metrics: Metrics,
-        *, on_starved: StarvedHook | None = None,
+        *, shed_queued: QueueShedHook | None = None,
     ) -> None:
         self._config = config
         self._classes = classes
@@ -47,8 +48,8 @@ class OverloadGuard:
         self.retries = RetryBudget(config.retry, clock)  # fallbacks along a tier are retries: no retry storms
         self._slo = TimeWindow(config.slo_window_s)
         self._task: asyncio.Task[None] | None = None
-        self._on_starved = on_starved
-        self._starved_at: dict[PriorityClass, float] = {}
+        self._shed_queued = shed_queued
+        self._queue_shed_at: dict[PriorityClass, float] = {}
 
     @property
     def degradation(self) -> Degradation:
@@ -67,21 +68,23 @@ class OverloadGuard:
         if decision.shed:
             self._metrics.rejected.labels("shed", priority).inc()
             self.record(good=False)
-            if decision.starved:
-                self._shed_starved(priority, decision)
+            if decision.starved or decision.late_drain_per_s is not None:
+                self._shed_behind(priority, decision)
             raise decision.error()
 
-    def _shed_starved(self, priority: PriorityClass, decision: shedding.ShedDecision) -> None:
-        """Work of a starved class admitted before it starved would wait out its deadline: fail it now, at most
-        once per `_STARVED_SHED_INTERVAL_S` per class (each call scans the queues)."""
+    def _shed_behind(self, priority: PriorityClass, decision: shedding.ShedDecision) -> None:
+        """Work of the class admitted before it fell behind would wait out its deadline: fail it now, at most
+        once per `_QUEUE_SHED_INTERVAL_S` per class (each call scans the queues)."""
         now = self._clock.now()
-        if self._on_starved is None or now - self._starved_at.get(priority, -math.inf) < _STARVED_SHED_INTERVAL_S:
+        if self._shed_queued is None or now - self._queue_shed_at.get(priority, -math.inf) < _QUEUE_SHED_INTERVAL_S:
             return
-        self._starved_at[priority] = now
-        shed = self._on_starved(priority, lambda _item: decision.error())
+        self._queue_shed_at[priority] = now
+        rate = None if decision.starved else decision.late_drain_per_s
+        shed = self._shed_queued(priority, lambda _item: decision.error(), rate)
         if shed:
-            _log.warning("%s work starved by more critical arrivals: %d queued segments shed with Retry-After",
-                         priority, shed)
+            why = "starved by more critical arrivals" if rate is None else f"draining at {rate:.1f}/s"
+            _log.warning("%s work %s: %d queued segments that would miss their deadline shed with Retry-After",
+                         priority, why, shed)
 
     @contextlib.contextmanager
     def queued(self, priority: PriorityClass, segments: int) -> Iterator[None]:
@@ -99,7 +102,7 @@ class OverloadGuard:
             for token in tokens:
                 self.tracker.dequeued(priority, token, served=served)
             if served:
-                self.tracker.completed(len(tokens))
+                self.tracker.completed(len(tokens), priority)
 
     def record(self, *, good: bool) -> None:
         """One request's outcome against the SLO (answered within its deadline, or not)."""

@@ -16,7 +16,8 @@ from peakgate.resilience.window import TimeWindow
 
 
 class LoadTracker:
-    """Depth, oldest wait, EWMA wait and arrival rate per class, plus the completion rate over `drain_window_s`."""
+    """Depth, oldest wait, EWMA wait, arrival and completion rates per class, plus the total completion rate
+    over `drain_window_s`."""
 
     def __init__(self, clock: Clock, *, wait_alpha: float = 0.2, drain_window_s: float = 10.0) -> None:
         if not 0 < wait_alpha <= 1:
@@ -26,6 +27,7 @@ class LoadTracker:
         self._drain_window_s = drain_window_s
         self._completions = TimeWindow(drain_window_s)
         self._arrivals = {c: TimeWindow(drain_window_s) for c in PRIORITY_ORDER}
+        self._done = {c: TimeWindow(drain_window_s) for c in PRIORITY_ORDER}
         self._queued: dict[PriorityClass, dict[int, float]] = {c: {} for c in PRIORITY_ORDER}
         self._ewma_ms: dict[PriorityClass, float] = dict.fromkeys(PRIORITY_ORDER, 0.0)
         self._tokens = count()
@@ -46,8 +48,11 @@ class LoadTracker:
         wait_ms = (self._clock.now() - enqueued_at) * 1000.0
         self._ewma_ms[cls] += self._alpha * (wait_ms - self._ewma_ms[cls])
 
-    def completed(self, requests: int = 1) -> None:
-        self._completions.add(self._clock.now(), failed=False, weight=requests)
+    def completed(self, requests: int = 1, cls: PriorityClass | None = None) -> None:
+        now = self._clock.now()
+        self._completions.add(now, failed=False, weight=requests)
+        if cls is not None:
+            self._done[cls].add(now, failed=False, weight=requests)
 
     def drain_per_s(self) -> float:
         return self._completions.counts(self._clock.now()).total / self._drain_window_s
@@ -56,8 +61,11 @@ class LoadTracker:
         queued = self._queued[cls]
         # Tokens are enqueued in time order and dicts keep insertion order: the first value is the oldest, O(1).
         oldest = (self._clock.now() - next(iter(queued.values()))) * 1000.0 if queued else 0.0
-        arrivals = self._arrivals[cls].counts(self._clock.now()).total / self._drain_window_s
-        return ClassLoad(len(queued), oldest, self._ewma_ms[cls], sla.max_queue_wait_ms, sla.deadline_ms, arrivals)
+        now = self._clock.now()
+        arrivals = self._arrivals[cls].counts(now).total / self._drain_window_s
+        done = self._done[cls].counts(now).total / self._drain_window_s
+        return ClassLoad(len(queued), oldest, self._ewma_ms[cls], sla.max_queue_wait_ms, sla.deadline_ms, arrivals,
+                         done)
 
     def context(
         self,

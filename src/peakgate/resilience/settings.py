@@ -104,9 +104,15 @@ class SheddingConfig(_Frozen):
     `max_queue_wait_ms`; any class is shed when its own predicted wait exceeds its budget, and interactive only
     when its predicted wait plus service time would pass its deadline. A shed request whose client holds at least
     `client_share_for_429` of the backlog gets 429 (its own doing), otherwise 503.
+
+    A document or batch request is also shed when its predicted wait plus service would pass
+    `deadline_headroom` of its deadline (its own, when tighter than its class's): the prediction runs short
+    when costlier work (beam search) or more critical arrivals get ahead, and a queue that settles at the
+    deadline itself misses it for every request the estimate got wrong.
     """
 
     batch_protect_fraction: float = Field(default=0.5, gt=0)
+    deadline_headroom: float = Field(default=0.6, gt=0, le=1)
     document_protect_fraction: float = Field(default=0.8, gt=0)
     client_share_for_429: float = Field(default=0.5, gt=0, le=1)
     min_retry_after_s: float = Field(default=1.0, gt=0)

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -18,6 +19,10 @@ STATUS_SERVICE = 503
 # Under strict priority a class drains at what the more critical arrivals leave; never counted below this share
 # of the total, so a prediction (and its Retry-After) stays finite when those arrivals alone fill the engines.
 _MIN_DRAIN_SHARE = 0.05
+# A queue whose recent waits reached this share of its deadline is slow: it is then also predicted from its
+# own completion rate, which sees what the shared-rate math misses (costlier decoding, a lane of its own).
+# Not before: after a quiet spell that rate reads low, and a burst would be refused on it.
+_SLOW_WAIT_SHARE = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +35,7 @@ class ClassLoad:
     max_queue_wait_ms: float
     deadline_ms: float
     arrivals_per_s: float = 0.0  # segments admitted per second lately
+    completions_per_s: float = 0.0  # segments of this class answered per second lately
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +57,9 @@ class ShedDecision:
     reason: str
     predicted_wait_ms: float
     starved: bool = False  # shed because more critical arrivals take the engines: queued work of it starves too
+    # Shed as too late for its deadline by its own class's measured drain rate (segments/s): queued work of it
+    # that cannot make its deadline at that rate is doomed too.
+    late_drain_per_s: float | None = None
 
     def error(self) -> Rejected:
         """The exception admission raises for a shed request."""
@@ -75,7 +84,34 @@ def predicted_wait_ms(ctx: ShedContext, cls: PriorityClass) -> float:
         # Nothing completed in the drain window (cold start, or after idling): no rate to divide by, and
         # shedding on a guess would refuse the first burst; the observed waits are the evidence there is.
         return observed
-    return max(observed, ahead / _class_drain_per_s(ctx, cls) * 1000.0)
+    predicted = max(observed, ahead / _class_drain_per_s(ctx, cls) * 1000.0)
+    slow = load is not None and load.ewma_wait_ms >= _SLOW_WAIT_SHARE * (_deadline_ms(ctx, cls) or math.inf)
+    if slow and load is not None and load.completions_per_s > 0:
+        predicted = max(predicted, load.depth / load.completions_per_s * 1000.0)
+    return predicted
+
+
+def _deadline_ms(ctx: ShedContext, cls: PriorityClass) -> float | None:
+    """The class's deadline, or the request's own when it is of `cls` and set a tighter one."""
+    load = ctx.classes.get(cls)
+    deadline_ms = load.deadline_ms if load is not None else None
+    if cls == ctx.request_class and ctx.deadline_ms is not None:
+        deadline_ms = min(ctx.deadline_ms, deadline_ms) if deadline_ms is not None else ctx.deadline_ms
+    return deadline_ms
+
+
+def _usable_ms(ctx: ShedContext, cls: PriorityClass) -> float:
+    """The wait a request of `cls` may be admitted for: its deadline, less headroom below the top class."""
+    deadline_ms = _deadline_ms(ctx, cls)
+    if deadline_ms is None:
+        return math.inf
+    return deadline_ms if cls == PRIORITY_ORDER[0] else deadline_ms * ctx.config.deadline_headroom
+
+
+def _late(ctx: ShedContext, cls: PriorityClass, wait_ms: float) -> bool:
+    # Queued past its own deadline a request would only be dropped later, after holding a queue slot (and
+    # perhaps after part of it ran): a 503 with Retry-After now serves the client better.
+    return wait_ms + ctx.service_time_ms > _usable_ms(ctx, cls)
 
 
 def _starved(ctx: ShedContext, cls: PriorityClass) -> bool:
@@ -111,13 +147,9 @@ def _own_reason(ctx: ShedContext, cls: PriorityClass) -> str | None:
     """Why a request of `cls` would be shed on its own class's numbers, or None."""
     load = ctx.classes.get(cls)
     wait_ms = predicted_wait_ms(ctx, cls)
-    deadline_ms = load.deadline_ms if load is not None else None
-    if cls == ctx.request_class and ctx.deadline_ms is not None:
-        # Queued past its own deadline it would only be dropped later, after holding a queue slot (and
-        # perhaps after part of it ran): a 503 with Retry-After now serves the client better.
-        deadline_ms = min(ctx.deadline_ms, deadline_ms) if deadline_ms is not None else ctx.deadline_ms
-    if deadline_ms is not None and wait_ms + ctx.service_time_ms > deadline_ms:
-        return f"{cls} predicted wait {wait_ms:.0f} ms + service would pass its {deadline_ms:.0f} ms deadline"
+    if _late(ctx, cls, wait_ms):
+        usable_ms = _usable_ms(ctx, cls)
+        return f"{cls} predicted wait {wait_ms:.0f} ms + service would pass {usable_ms:.0f} ms of its deadline"
     fraction = _protect_fraction(cls, ctx.config)
     if fraction is None:
         return None  # interactive: only its own deadline sheds it
@@ -150,5 +182,9 @@ def decide(ctx: ShedContext) -> ShedDecision:
     if reason is None:
         return ShedDecision(False, None, None, "admitted", wait_ms)
     status = STATUS_CLIENT if ctx.client_share >= ctx.config.client_share_for_429 else STATUS_SERVICE
+    load = ctx.classes.get(ctx.request_class)
+    late = (ctx.request_class != PRIORITY_ORDER[0] and _late(ctx, ctx.request_class, wait_ms)
+            and load is not None and load.completions_per_s > 0)
     # A class below a starved one is starved too: it drains at most what that one leaves.
-    return ShedDecision(True, status, retry_after_s(ctx), reason, wait_ms, starved=_starved(ctx, ctx.request_class))
+    return ShedDecision(True, status, retry_after_s(ctx), reason, wait_ms, starved=_starved(ctx, ctx.request_class),
+                        late_drain_per_s=load.completions_per_s if late and load is not None else None)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from peakgate.backends.base import Backend, DecodeOptions
@@ -126,11 +126,21 @@ class Scheduler:
             lane.coalescer.release(items, self._clock.now())
         return _reassemble(pieces, outputs)
 
-    def shed_queued(self, priority: PriorityClass, error: Callable[[WorkItem], PeakgateError]) -> int:
-        """Fail the queued work of `priority` and less urgent classes on every model with `error` at once: their
-        class is starved, and a 503 with Retry-After now beats a 504 at their deadline. Returns how many."""
+    def shed_queued(self, priority: PriorityClass, error: Callable[[WorkItem], PeakgateError],
+                    drain_per_s: float | None = None) -> int:
+        """Fail queued work with `error` at once, where a 503 with Retry-After now beats a 504 at its deadline:
+        with `drain_per_s` (the class's measured rate), the items of `priority` that would miss their deadline
+        at that rate in deadline order; without (the class is starved), all of it and every less urgent class.
+        Returns how many."""
         rank = PRIORITY_ORDER.index(priority)
-        return sum(lane.queue.drop_from(rank, error, "shed") for lane in self._lanes.values())
+        now = self._clock.now()
+        shed = 0
+        for lane in self._lanes.values():
+            if drain_per_s is None:
+                shed += lane.queue.drop_from(rank, error, "shed")
+            else:
+                shed += lane.queue.drop(doomed(lane.queue.by_deadline(), rank, now, drain_per_s), error, "shed")
+        return shed
 
     def queue_depth(self, model: str) -> int:
         return len(self._get(model).queue)
@@ -180,6 +190,21 @@ def _lane(
         breaker=breaker, limiter=limiter,
     )
     return _Lane(queue, Coalescer(queue, metrics), executor)
+
+
+def doomed(ordered: Iterable[WorkItem], rank: int, now: float, drain_per_s: float) -> list[WorkItem]:
+    """Items of class `rank` (in deadline order) that, each behind the ones before it, finish past their deadline
+    at `drain_per_s` sentences per second."""
+    late: list[WorkItem] = []
+    ahead = 0
+    for item in ordered:
+        if item.rank != rank:
+            continue
+        ahead += 1
+        if now + ahead / drain_per_s > item.deadline:
+            late.append(item)
+            ahead -= 1  # it leaves the queue: the ones after it move up
+    return late
 
 
 def _shutdown_error(item: WorkItem) -> Unavailable:

@@ -59,6 +59,15 @@ def test_arrival_rate_per_class_over_the_window() -> None:
     assert tracker.load("interactive", SLAS["interactive"]).arrivals_per_s == 0.0
 
 
+def test_completion_rate_per_class_over_the_window() -> None:
+    clock = FakeClock()
+    tracker = LoadTracker(clock, drain_window_s=10.0)
+    tracker.completed(40, "document")
+    tracker.completed(10)  # unlabelled: the total only
+    assert tracker.load("document", SLAS["document"]).completions_per_s == pytest.approx(4.0)
+    assert tracker.drain_per_s() == pytest.approx(5.0)
+
+
 def test_context_feeds_the_policy() -> None:
     clock = FakeClock()
     tracker = LoadTracker(clock)

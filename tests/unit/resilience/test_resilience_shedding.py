@@ -164,8 +164,11 @@ def test_a_request_is_shed_on_its_own_deadline_when_tighter_than_its_class() -> 
     loads = _ctx("batch", {"batch": 1_000}).classes
     assert not decide(ShedContext("batch", 50.0, loads, 100.0, CFG)).shed
     tight = decide(ShedContext("batch", 50.0, loads, 100.0, CFG, deadline_ms=5_000.0))
-    assert tight.shed and "5000 ms deadline" in tight.reason and tight.retry_after_s == pytest.approx(10.0)
-    assert not decide(ShedContext("batch", 50.0, loads, 100.0, CFG, deadline_ms=60_000.0)).shed
+    assert tight.shed and "3000 ms of its deadline" in tight.reason and tight.retry_after_s == pytest.approx(10.0)
+    # 60 % headroom: a 15 s deadline admits waits up to 9 s, a 20 s one up to 12 s.
+    assert decide(ShedContext("batch", 50.0, loads, 100.0, CFG, deadline_ms=15_000.0)).shed
+    assert not decide(ShedContext("batch", 50.0, loads, 100.0, CFG, deadline_ms=20_000.0)).shed
+    assert not decide(ShedContext("interactive", 50.0, loads, 100.0, CFG, deadline_ms=1_000.0)).shed  # all of it
 
 
 def test_a_lower_class_is_shed_while_more_critical_arrivals_fill_the_engines() -> None:
@@ -177,3 +180,17 @@ def test_a_lower_class_is_shed_while_more_critical_arrivals_fill_the_engines() -
     assert starved.shed and "starved" in starved.reason
     assert not decide(ShedContext("document", 50.0, loads, 100.0, CFG)).shed  # 61/s left for documents
     assert not decide(ShedContext("interactive", 50.0, loads, 100.0, CFG)).shed
+
+
+def test_a_slow_queue_is_also_predicted_from_its_own_completion_rate() -> None:
+    # 80 document segments queued; the shared rate says 0.8 s, but documents have been completing at 10/s (8 s).
+    loads = dict(_ctx("document", {}).classes)
+
+    def with_document(ewma_wait_ms: float) -> ShedContext:
+        loads["document"] = ClassLoad(80, 0.0, ewma_wait_ms, 10_000.0, 30_000.0, completions_per_s=10.0)
+        return ShedContext("document", 50.0, loads, 100.0, CFG, deadline_ms=10_000.0)
+
+    assert predicted_wait_ms(with_document(100.0), "document") == pytest.approx(800.0)  # recent waits short
+    slow = with_document(3_000.0)  # recent waits at 30 % of the request's 10 s deadline: the queue is slow
+    assert predicted_wait_ms(slow, "document") == pytest.approx(8_000.0)
+    assert decide(slow).shed  # 8 s is past 60 % of 10 s

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
-from scheduling_fakes import CLASSES, MODEL, FakeBackend, Harness, advance, settle
+from scheduling_fakes import CLASSES, MODEL, FakeBackend, Harness, advance, rank_of, settle
 
 from peakgate.backends.base import DecodeOptions
 from peakgate.clock import FakeClock
@@ -25,6 +25,8 @@ from peakgate.errors import (
 from peakgate.observe.metrics import Metrics
 from peakgate.resilience.settings import ConcurrencyConfig
 from peakgate.scheduling import Scheduler
+from peakgate.scheduling.queue import BatchKey, WorkItem
+from peakgate.scheduling.scheduler import doomed
 
 
 @pytest.fixture
@@ -446,3 +448,12 @@ async def test_shed_queued_fails_the_starved_classes_queued_work_and_leaves_the_
     h.backend.gate.set()
     await h.flush()
     assert await interactive == ["<Queued interactive.>"] and await running == ["<Running batch.>"]
+
+
+async def test_doomed_items_are_those_that_finish_past_their_deadline_behind_the_ones_before_them() -> None:
+    items = [WorkItem.create(f"d{i}", BatchKey("en", "es", DecodeOptions()), "document", deadline, 0.0)
+             for i, deadline in enumerate((0.4, 1.0, 1.2, 5.0))]
+    other = WorkItem.create("b", BatchKey("en", "es", DecodeOptions()), "batch", 0.1, 0.0)
+    # At 2 per second: d0 would finish at 0.5 (late), d1 at 0.5 once d0 is gone (fine), d2 at 1.0, d3 at 1.5.
+    assert doomed([items[0], other, *items[1:]], rank_of("document"), 0.0, 2.0) == [items[0]]
+    assert doomed(items, rank_of("document"), 0.0, 1.0) == [items[0], items[2]]  # d2: at 2.0, past 1.2

@@ -5,7 +5,8 @@
 1. capacity: closed-loop saturating throughput (req/s and segments/s) of the mixed workload on the int8
    student server (`--clients` clients, `--capacity-s` seconds; a
    429/503 is retried after its Retry-After, at most 0.5 s, so the completed requests keep the mix);
-2. unloaded interactive p99: `--unloaded-clients` interactive clients alone;
+2. unloaded interactive p99: `--unloaded-clients` interactive clients alone, sending the overload run's own first
+   interactive texts;
 3. overload: open-loop Poisson arrivals at `--load` x capacity for `--duration` s, mix (default) 30 %
    interactive single sentences, 20 % documents (5-10 sentences, priority document), 50 % batch (8 sentences,
    priority batch). Each request carries its class deadline (`deadline_ms`) and the client waits that long
@@ -109,10 +110,10 @@ def workload(sentences: Sequence[str], n: int, *, mix: dict[str, float] | None =
     return probes
 
 
-def interactive_only(sentences: Sequence[str], n: int, *, deadline_s: float = 3.0, grace_s: float = 0.5,
-                     seed: int = 0) -> list[Probe]:
-    return workload(sentences, n, mix={"interactive": 1.0}, deadlines_s={"interactive": deadline_s},
-                    grace_s=grace_s, seed=seed)
+def unloaded_probes(overload_probes: Sequence[Probe], n: int) -> list[Probe]:
+    """The overload run's own first `n` interactive requests: the unloaded baseline decodes the same texts
+    (numbered after the first pass, as nearly all overload texts are: ~15 % more tokens than bare ones)."""
+    return [p for p in overload_probes if p.klass == "interactive"][:n]
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -276,14 +277,14 @@ def measure_peakgate(config: dict[str, object], sentences: Sequence[str], args: 
     with serve(server_config(config)) as server:
         asyncio.run(closed_loop_outcomes(server.url, cap_probes[:48], 8))  # warm-up
         cap = asyncio.run(capacity(server.url, cap_probes, args.clients, args.capacity_s))
-        unloaded = asyncio.run(unloaded_p99(
-            server.url, interactive_only(sentences, args.unloaded_requests, grace_s=args.grace_s, seed=args.seed + 20),
-            args.unloaded_clients))
-        run = ServerRun("peakgate", cap, unloaded=unloaded)
         rate = rate if rate is not None else args.load * cap.rps
+        probes = _overload_probes(sentences, rate, args)
+        unloaded = asyncio.run(unloaded_p99(server.url, unloaded_probes(probes, args.unloaded_requests),
+                                            args.unloaded_clients))
+        run = ServerRun("peakgate", cap, unloaded=unloaded)
         before = _rejections(server.url)
-        run.stats = asyncio.run(overload(server.url, _overload_probes(sentences, rate, args), rate, args.duration,
-                                         seed=args.seed, max_inflight=args.max_inflight))
+        run.stats = asyncio.run(overload(server.url, probes, rate, args.duration, seed=args.seed,
+                                         max_inflight=args.max_inflight))
         after = _rejections(server.url)
         run.stats.rejected_by_reason = {k: v - before.get(k, 0.0) for k, v in after.items() if v - before.get(k, 0.0)}
     return run

@@ -106,6 +106,13 @@ def _live(entry: _Entry | _DeadlineEntry) -> bool:
     return entry.item.state is ItemState.QUEUED and entry.version == entry.item.version
 
 
+def _prune(heap: list[_E]) -> None:
+    """Pop stale entries off the top. Taken items are the most urgent, so without this every plan would walk
+    past all of them (under a deep backlog, most of the event loop's time)."""
+    while heap and not _live(heap[0]):
+        heapq.heappop(heap)
+
+
 def _iter_sorted(heap: list[_E]) -> Iterator[_E]:
     """Live heap entries in order without mutating the heap: O(k log k) for the first k."""
     frontier: list[tuple[_E, int]] = [(heap[0], 0)] if heap else []
@@ -238,7 +245,10 @@ class RequestQueue:
             return
         item.priority, item.deadline = PRIORITY_ORDER[rank], deadline
         item.version += 1
-        self._index(item, self._groups[item.key])
+        group = self._groups[item.key]
+        self._index(item, group)
+        _prune(group.heap)
+        _prune(self._deadlines)
         self._maybe_compact()
 
     def take(self, items: Sequence[WorkItem]) -> None:
@@ -270,15 +280,19 @@ class RequestQueue:
         heapq.heappush(self._deadlines, _DeadlineEntry(item.deadline, seq, item.version, item))
 
     def _detach(self, items: Sequence[WorkItem], state: ItemState) -> None:
+        touched: dict[BatchKey, QueueGroup] = {}
         for item in items:
             if item.state is not ItemState.QUEUED:
                 continue
             item.state = state
-            group = self._groups[item.key]
+            group = touched[item.key] = self._groups[item.key]
             group.size -= 1
             if group.size == 0:
                 del self._groups[item.key]
             self._len -= 1
+        for group in touched.values():
+            _prune(group.heap)
+        _prune(self._deadlines)
         while self._fifo and self._fifo[0].state is not ItemState.QUEUED:
             self._fifo.popleft()
         self._maybe_compact()

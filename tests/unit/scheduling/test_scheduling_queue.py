@@ -114,6 +114,30 @@ async def test_order_survives_compaction_after_heavy_churn() -> None:
     assert q.oldest_enqueued_at() == 0.0
 
 
+async def test_taking_the_most_urgent_items_pops_their_entries_off_the_heap() -> None:
+    # Below the compaction threshold: without pruning, every later plan would walk all 50 taken entries first.
+    q = RequestQueue("m", 1_000)
+    urgent = [item(f"i{i}", deadline=1 + i) for i in range(50)]
+    later = [item(f"b{i}", "batch", deadline=100 + i) for i in range(10)]
+    for it in (*later, *urgent):
+        q.push(it)
+    q.take(urgent)
+    (group,) = q.groups()
+    assert len(group.heap) == 10
+    assert texts(group.ordered()) == texts(q.by_deadline()) == [f"b{i}" for i in range(10)]
+
+
+async def test_a_promoted_items_old_entry_does_not_linger_at_the_top() -> None:
+    q = RequestQueue("m", 1_000)
+    first, second = item("a", "batch", deadline=1), item("b", "batch", deadline=2)
+    q.push(first)
+    q.push(second)
+    q.promote(first, "batch", 3)  # a later deadline: its old entry, still first in order, is stale
+    (group,) = q.groups()
+    assert len(group.heap) == 2
+    assert texts(group.ordered()) == texts(q.by_deadline()) == ["b", "a"]
+
+
 def test_drain_rate_turns_backlog_into_seconds() -> None:
     rate = DrainRate(workers=2, prior_s_per_item=0.01, alpha=1.0)
     rate.record(items=10, seconds=1.0)

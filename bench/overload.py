@@ -415,7 +415,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--capacity-s", type=float, default=10.0, help="seconds of the closed-loop capacity run")
     p.add_argument("--clients", type=int, default=16, help="closed-loop clients for capacity")
     p.add_argument("--unloaded-clients", type=int, default=4)
-    p.add_argument("--unloaded-requests", type=int, default=200)
+    p.add_argument("--unloaded-requests", type=int, default=1000, help="enough for a p99 that is not the maximum")
     p.add_argument("--grace-s", type=float, default=0.5, help="client timeout = class deadline + this")
     p.add_argument("--max-inflight", type=int, default=6000, help="client cap on open requests")
     p.add_argument("--seed", type=int, default=11)

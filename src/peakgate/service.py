@@ -166,7 +166,7 @@ class Service:
     async def translate(self, request: TranslateRequest, principal: Principal) -> TranslateResult:
         characters = self._validate(request)
         priority = effective_priority(request.priority, principal.priority)
-        self._admission.admit(principal, characters)
+        self._admission.admit(principal, characters, priority)
         result = await self._run(request, principal, priority, characters)
         self._admission.record(principal, characters)
         return result

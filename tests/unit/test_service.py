@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator, Sequence
 
 import pytest
@@ -9,9 +10,9 @@ import pytest
 from peakgate.backends.base import DecodeOptions
 from peakgate.backends.echo_backend import EchoBackend
 from peakgate.clock import FakeClock
-from peakgate.config import BatcherConfig, KeyConfig, LimitsConfig, ModelConfig, Settings
+from peakgate.config import BatcherConfig, ClassConfig, KeyConfig, LimitsConfig, ModelConfig, Settings
 from peakgate.domain import Principal, TranslateRequest
-from peakgate.errors import BadRequest, EngineCrashed, InputTooLarge, QuotaExceeded, UnsupportedPair
+from peakgate.errors import BadRequest, EngineCrashed, InputTooLarge, QuotaExceeded, RateLimited, UnsupportedPair
 from peakgate.service import Service, effective_priority
 
 EN_ES, EN_ES_B, ES_EN = "echo-en-es", "echo-en-es-b", "echo-es-en"
@@ -126,6 +127,20 @@ async def test_quota_is_billed_only_for_successful_requests() -> None:
         assert (service.usage(acme).character_count, service.usage(acme).character_limit) == (8, 10)
         with pytest.raises(QuotaExceeded):
             await service.translate(req("123"), acme)
+    finally:
+        await service.close()
+
+
+async def test_batch_work_sent_with_an_interactive_key_draws_on_the_batch_class_bucket() -> None:
+    tight = ClassConfig(rate_chars_per_s=1.0, burst_chars=20.0)
+    service = await make(classes={"interactive": tight, "batch": tight})
+    try:
+        who = service.authenticate(None)
+        await service.translate(dataclasses.replace(req("x" * 20), priority="batch"), who)
+        with pytest.raises(RateLimited, match="class 'batch'"):
+            await service.translate(dataclasses.replace(req("y" * 5), priority="batch"), who)
+        result = await service.translate(req("z" * 20), who)  # interactive: its own bucket is untouched
+        assert result.translations[0].text == "z" * 20
     finally:
         await service.close()
 

@@ -57,21 +57,27 @@ class Admission:
         except Unauthorized as exc:
             self._reject(exc, "unauthorized", "unknown")
 
-    def admit(self, principal: Principal, characters: int) -> None:
-        """Charge `characters` to the buckets or raise `QuotaExceeded` / `RateLimited`."""
+    def admit(self, principal: Principal, characters: int, priority: PriorityClass | None = None) -> None:
+        """Charge `characters` to the buckets or raise `QuotaExceeded` / `RateLimited`.
+
+        `priority`: the class the request runs at (a key may ask for a lower one than its own), whose bucket
+        it draws on; None: the key's. Batch work sent with an interactive key must not drain, nor be exempt
+        from, the batch class's (smoothed) bucket.
+        """
         if characters < 0:
             raise ValueError(f"characters must be >= 0, got {characters}")
+        priority = priority or principal.priority
         try:
             self._quotas.check(principal.key, characters)
         except QuotaExceeded as exc:
-            self._reject(exc, "quota", principal.priority)
-        limiters = self._limiters(principal)
+            self._reject(exc, "quota", priority)
+        limiters = self._limiters(principal, priority)
         waits = [(limiter.wait_time(characters), reason) for limiter, reason in limiters]
         wait, reason = max(waits)
         if wait > 0.0:
-            scope = f"class {principal.priority!r}" if reason == "class_rate" else f"tenant {principal.tenant!r}"
+            scope = f"class {priority!r}" if reason == "class_rate" else f"tenant {principal.tenant!r}"
             msg = f"rate limit of {scope} exceeded for {characters} characters; retry in {wait:.3f} s"
-            self._reject(RateLimited(msg, retry_after_s=wait), reason, principal.priority)
+            self._reject(RateLimited(msg, retry_after_s=wait), reason, priority)
         for limiter, _ in limiters:
             limiter.take(characters)
 
@@ -87,8 +93,8 @@ class Admission:
         """Start a new billing period for every key."""
         self._quotas.reset()
 
-    def _limiters(self, principal: Principal) -> list[tuple[RateLimiter, str]]:
-        limiters: list[tuple[RateLimiter, str]] = [(self._class_buckets[principal.priority], "class_rate")]
+    def _limiters(self, principal: Principal, priority: PriorityClass) -> list[tuple[RateLimiter, str]]:
+        limiters: list[tuple[RateLimiter, str]] = [(self._class_buckets[priority], "class_rate")]
         key_bucket = self._key_buckets.get(principal.key) if principal.key is not None else None
         if key_bucket is not None:
             limiters.append((key_bucket, "key_rate"))

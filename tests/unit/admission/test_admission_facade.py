@@ -52,6 +52,21 @@ def test_class_bucket_is_shared_across_keys() -> None:
     admission.admit(admission.authenticate("c"), 300)  # another class has its own bucket
 
 
+def test_a_request_at_a_lower_class_draws_on_that_class_bucket() -> None:
+    admission, _, metrics = make(
+        KeyConfig(key="k", tenant="t", priority_class="interactive", rate_chars_per_s=1e6, burst_chars=1e6),
+        interactive=ClassConfig(rate_chars_per_s=100, burst_chars=1_000),
+        batch=ClassConfig(rate_chars_per_s=100, burst_chars=1_000),
+    )
+    who = admission.authenticate("k")
+    admission.admit(who, 1_000, "batch")
+    with pytest.raises(RateLimited, match="class 'batch'"):
+        admission.admit(who, 100, "batch")
+    assert rejected(metrics, "class_rate", "batch") == 1
+    admission.admit(who, 1_000)  # the key's own class still has its whole burst
+    admission.admit(who, 0, "interactive")
+
+
 def test_refusal_by_one_bucket_charges_neither() -> None:
     admission, clock, _ = make(
         KeyConfig(key="k", tenant="t", rate_chars_per_s=10, burst_chars=100),

@@ -51,3 +51,5 @@ def test_overload_bench_runs_on_the_echo_engine() -> None:
     assert "peakgate: capacity" in text and "unloaded interactive" in text and "open loop" in text
     assert "goodput / peakgate capacity" in text and "peakgate goals:" in text
     assert "naive" not in text
+    (delivered,) = [line for line in lines if line.startswith("accepted segments / segments the engines ran")]
+    assert 0.5 <= float(delivered.split()[-1]) <= 1.0  # from the server's own batch counts; nothing coalesces

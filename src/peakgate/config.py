@@ -94,7 +94,10 @@ class ClassConfig(_Frozen):
     max_decoding_length: int = 256
     rate_chars_per_s: float = 200_000.0  # token bucket shared by the whole class
     burst_chars: float = 400_000.0
-    smoothing: bool = False  # leaky-bucket pacing instead of bursts
+    smoothing: bool = False  # leaky-bucket shaping instead of bursts
+    # With smoothing: a request waits up to this long for its turn at the class's outlet before it is refused
+    # (429 + Retry-After), so requests that merely arrive close together are spaced out, not turned away.
+    max_smoothing_delay_s: float = Field(default=2.0, ge=0)
 
 
 def _default_classes() -> dict[PriorityClass, ClassConfig]:

@@ -166,7 +166,12 @@ class Service:
     async def translate(self, request: TranslateRequest, principal: Principal) -> TranslateResult:
         characters = self._validate(request)
         priority = effective_priority(request.priority, principal.priority)
-        self._admission.admit(principal, characters, priority)
+        turn_s = self._admission.admit(principal, characters, priority)
+        if turn_s > 0.0:
+            # A smoothed class spaces its requests out: this one waits for its turn, on its own deadline.
+            budget_ms = request.deadline_ms or self._class(priority).deadline_ms
+            request = dataclasses.replace(request, deadline_ms=max(1.0, budget_ms - turn_s * 1000.0))
+            await self._clock.sleep(turn_s)
         result = await self._run(request, principal, priority, characters)
         self._admission.record(principal, characters)
         return result

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import AsyncIterator, Sequence
 
@@ -141,6 +142,25 @@ async def test_batch_work_sent_with_an_interactive_key_draws_on_the_batch_class_
             await service.translate(dataclasses.replace(req("y" * 5), priority="batch"), who)
         result = await service.translate(req("z" * 20), who)  # interactive: its own bucket is untouched
         assert result.translations[0].text == "z" * 20
+    finally:
+        await service.close()
+
+
+async def test_a_smoothed_class_makes_a_close_follower_wait_its_turn_then_serves_it() -> None:
+    paced = ClassConfig(rate_chars_per_s=10.0, burst_chars=10.0, smoothing=True, max_smoothing_delay_s=5.0)
+    service = await make(classes={"batch": paced})
+    try:
+        who, clock = service.authenticate(None), service._clock
+        assert isinstance(clock, FakeClock)
+        first = await service.translate(dataclasses.replace(req("x" * 20), priority="batch"), who)
+        assert first.translations[0].text == "x" * 20
+        parked = clock.sleepers
+        follower = asyncio.create_task(service.translate(dataclasses.replace(req("y" * 20), priority="batch"), who))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert not follower.done() and clock.sleepers == parked + 1  # waits its turn: 20 chars at 10/s
+        clock.advance(2.0)
+        assert (await follower).translations[0].text == "y" * 20
     finally:
         await service.close()
 

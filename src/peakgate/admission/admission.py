@@ -31,7 +31,7 @@ class Admission:
     """Per-key token buckets, per-class buckets shared by every key of the class, and quotas.
 
     Principals without a configured key (open dev mode) have no per-key bucket and no quota;
-    the class bucket still applies. A class smoothed by `ClassConfig.smoothing` gets a pacing
+    the class bucket still applies. A class smoothed by `ClassConfig.smoothing` gets a shaping
     `LeakyBucket`; per-key buckets are always token buckets (they are about fairness, not shape).
     """
 
@@ -44,7 +44,8 @@ class Admission:
         for name in PRIORITY_ORDER:
             cls = settings.classes.get(name, ClassConfig())
             self._class_buckets[name] = make_limiter(
-                cls.rate_chars_per_s, cls.burst_chars, clock, smoothing=cls.smoothing
+                cls.rate_chars_per_s, cls.burst_chars, clock, smoothing=cls.smoothing,
+                max_delay_s=cls.max_smoothing_delay_s,
             )
 
     @property
@@ -57,8 +58,9 @@ class Admission:
         except Unauthorized as exc:
             self._reject(exc, "unauthorized", "unknown")
 
-    def admit(self, principal: Principal, characters: int, priority: PriorityClass | None = None) -> None:
-        """Charge `characters` to the buckets or raise `QuotaExceeded` / `RateLimited`.
+    def admit(self, principal: Principal, characters: int, priority: PriorityClass | None = None) -> float:
+        """Charge `characters` to the buckets or raise `QuotaExceeded` / `RateLimited`; returns the seconds
+        the request must wait for its turn before it goes on (a smoothed class paces its requests).
 
         `priority`: the class the request runs at (a key may ask for a lower one than its own), whose bucket
         it draws on; None: the key's. Batch work sent with an interactive key must not drain, nor be exempt
@@ -78,8 +80,7 @@ class Admission:
             scope = f"class {priority!r}" if reason == "class_rate" else f"tenant {principal.tenant!r}"
             msg = f"rate limit of {scope} exceeded for {characters} characters; retry in {wait:.3f} s"
             self._reject(RateLimited(msg, retry_after_s=wait), reason, priority)
-        for limiter, _ in limiters:
-            limiter.take(characters)
+        return max(limiter.take(characters) for limiter, _ in limiters)
 
     def record(self, principal: Principal, characters: int) -> None:
         """Bill `characters` after a successful translation."""

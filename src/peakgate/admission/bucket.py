@@ -26,8 +26,9 @@ class RateLimiter(ABC):
         """Seconds until `cost` could be taken; 0.0 means now. Changes nothing."""
 
     @abstractmethod
-    def take(self, cost: float) -> None:
-        """Charge `cost` unconditionally (callers check `wait_time` first)."""
+    def take(self, cost: float) -> float:
+        """Charge `cost` unconditionally (callers check `wait_time` first); returns the seconds the request
+        must still wait before it passes (a pacer's outlet; 0.0 for a bucket that admits bursts)."""
 
     def try_take(self, cost: float) -> float:
         """Take `cost` and return 0.0, or take nothing and return the seconds to wait (Retry-After)."""
@@ -76,33 +77,45 @@ class TokenBucket(RateLimiter):
         deficit = min(cost, self.capacity) - self._tokens
         return 0.0 if deficit <= _EPSILON else deficit / self.rate
 
-    def take(self, cost: float) -> None:
+    def take(self, cost: float) -> float:
         self._refill()
         self._tokens -= cost
+        return 0.0
 
 
 class LeakyBucket(RateLimiter):
-    """Leaky bucket as a pacer (GCRA with zero tolerance): no bursts at all.
+    """Leaky bucket as a shaper: no bursts, requests pass one after another at `rate`.
 
-    Each admitted cost occupies the outlet for `cost / rate` seconds; the next admission waits until
-    the outlet is free again. Batch traffic thus reaches the engines at a steady rate. A cost of any
-    size is admitted once the outlet is free, so big requests pass eventually too.
+    Each admitted cost occupies the outlet for `cost / rate` seconds. A request that finds the outlet busy
+    for at most `max_delay_s` is admitted and told how long to wait for its turn (`take`); a longer wait is
+    refused with the excess as Retry-After. With `max_delay_s = 0` it is a pure pacer (GCRA with zero
+    tolerance), which refuses two requests that merely arrive a few milliseconds apart. A cost of any size
+    is admitted once the outlet is free, so big requests pass eventually too.
     """
 
-    def __init__(self, rate: float, clock: Clock) -> None:
+    def __init__(self, rate: float, clock: Clock, max_delay_s: float = 0.0) -> None:
         _check_rate(rate)
+        if max_delay_s < 0:
+            raise ValueError(f"max_delay_s must be >= 0, got {max_delay_s}")
         self.rate = rate
+        self.max_delay_s = max_delay_s
         self._clock = clock
         self._free_at = clock.now()
 
     def wait_time(self, cost: float) -> float:
-        wait = self._free_at - self._clock.now()
+        wait = self._free_at - self._clock.now() - self.max_delay_s
         return 0.0 if wait <= _EPSILON / self.rate else wait
 
-    def take(self, cost: float) -> None:
-        self._free_at = max(self._free_at, self._clock.now()) + cost / self.rate
+    def take(self, cost: float) -> float:
+        now = self._clock.now()
+        delay = max(0.0, self._free_at - now)
+        self._free_at = max(self._free_at, now) + cost / self.rate
+        return delay
 
 
-def make_limiter(rate: float, burst: float, clock: Clock, *, smoothing: bool) -> RateLimiter:
-    """A `LeakyBucket` when `smoothing` (burst is then ignored), else a `TokenBucket`."""
-    return LeakyBucket(rate, clock) if smoothing else TokenBucket(rate, burst, clock)
+def make_limiter(
+    rate: float, burst: float, clock: Clock, *, smoothing: bool, max_delay_s: float = 0.0
+) -> RateLimiter:
+    """A `LeakyBucket` shaping with at most `max_delay_s` of wait when `smoothing` (burst is then ignored),
+    else a `TokenBucket`."""
+    return LeakyBucket(rate, clock, max_delay_s) if smoothing else TokenBucket(rate, burst, clock)

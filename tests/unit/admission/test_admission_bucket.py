@@ -105,6 +105,19 @@ def test_leaky_bucket_admits_big_cost_once_free() -> None:
     assert pacer.try_take(1) == 100.0
 
 
+def test_leaky_bucket_with_a_max_delay_admits_and_says_when_each_turn_comes() -> None:
+    clock = FakeClock()
+    shaper = LeakyBucket(rate=100, clock=clock, max_delay_s=1.0)
+    assert [shaper.wait_time(50), shaper.take(50)] == [0.0, 0.0]
+    assert [shaper.wait_time(50), shaper.take(50)] == [0.0, 0.5]
+    assert [shaper.wait_time(50), shaper.take(50)] == [0.0, 1.0]
+    assert shaper.wait_time(50) == 0.5  # the outlet is busy 1.5 s ahead: refused, retry once 0.5 s has drained
+    clock.advance(0.5)
+    assert shaper.take(50) == 1.0
+    with pytest.raises(ValueError, match="max_delay_s"):
+        LeakyBucket(rate=1, clock=clock, max_delay_s=-1)
+
+
 def test_make_limiter_picks_by_smoothing() -> None:
     clock = FakeClock()
     assert isinstance(make_limiter(1, 2, clock, smoothing=True), LeakyBucket)

@@ -86,15 +86,26 @@ def test_refusal_by_one_bucket_charges_neither() -> None:
 
 
 def test_smoothed_class_paces_without_burst() -> None:
-    smoothed = ClassConfig(rate_chars_per_s=100, burst_chars=10_000, smoothing=True)
+    smoothed = ClassConfig(rate_chars_per_s=100, burst_chars=10_000, smoothing=True, max_smoothing_delay_s=0)
     admission, clock, _ = make(KeyConfig(key="k", tenant="t", priority_class="batch"), batch=smoothed)
     who = admission.authenticate("k")
-    admission.admit(who, 50)
+    assert admission.admit(who, 50) == 0.0
     with pytest.raises(RateLimited) as info:
         admission.admit(who, 50)  # a token bucket with burst 10,000 would have let this through
     assert info.value.retry_after_s == 0.5
     clock.advance(0.5)
-    admission.admit(who, 50)
+    assert admission.admit(who, 50) == 0.0
+
+
+def test_smoothed_class_spaces_requests_out_up_to_its_max_delay() -> None:
+    smoothed = ClassConfig(rate_chars_per_s=100, burst_chars=10_000, smoothing=True, max_smoothing_delay_s=1.0)
+    admission, _, metrics = make(KeyConfig(key="k", tenant="t", priority_class="batch"), batch=smoothed)
+    who = admission.authenticate("k")
+    assert [admission.admit(who, 50) for _ in range(3)] == [0.0, 0.5, 1.0]  # each waits for the one before
+    with pytest.raises(RateLimited) as info:
+        admission.admit(who, 50)  # its turn would come 1.5 s from now: 0.5 s past the longest wait
+    assert info.value.retry_after_s == 0.5
+    assert rejected(metrics, "class_rate", "batch") == 1
 
 
 def test_quota_checked_before_rates_and_billed_by_record() -> None:

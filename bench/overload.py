@@ -248,15 +248,14 @@ async def overload(url: str, probes: Sequence[Probe], rate: float, duration_s: f
     return stats
 
 
-DECODED = "decoded"  # segments the engines ran (every model), kept apart from the rejection counts
-
-
-def _rejections(url: str) -> dict[str, float]:
+def _server_counts(url: str) -> tuple[dict[str, float], float]:
+    """Rejections and drops by reason, and the segments the engines ran (every model), from `/metrics`."""
     try:
         samples = scrape(url)
     except httpx.HTTPError:
-        return {}
+        return {}, 0.0
     out: dict[str, float] = {}
+    decoded = 0.0
     for (name, labels), value in samples.items():
         if name == "peakgate_rejected_total" and value:
             d = dict(labels)
@@ -265,8 +264,8 @@ def _rejections(url: str) -> dict[str, float]:
             d = dict(labels)
             out[f"dropped:{d.get('reason', '?')}"] = out.get(f"dropped:{d.get('reason', '?')}", 0.0) + value
         elif name == "peakgate_batch_size_sum":
-            out[DECODED] = out.get(DECODED, 0.0) + value
-    return out
+            decoded += value
+    return out, decoded
 
 
 @dataclass
@@ -288,13 +287,12 @@ def measure_peakgate(config: dict[str, object], sentences: Sequence[str], args: 
         unloaded = asyncio.run(unloaded_p99(server.url, unloaded_probes(probes, args.unloaded_requests),
                                             args.unloaded_clients))
         run = ServerRun("peakgate", cap, unloaded=unloaded)
-        before = _rejections(server.url)
+        before, decoded_before = _server_counts(server.url)
         run.stats = asyncio.run(overload(server.url, probes, rate, args.duration, seed=args.seed,
                                          max_inflight=args.max_inflight))
-        after = _rejections(server.url)
-        delta = {k: v - before.get(k, 0.0) for k, v in after.items() if v - before.get(k, 0.0)}
-        run.stats.decoded_segments = int(delta.pop(DECODED, 0))
-        run.stats.rejected_by_reason = delta
+        after, decoded_after = _server_counts(server.url)
+        run.stats.rejected_by_reason = {k: v - before.get(k, 0.0) for k, v in after.items() if v - before.get(k, 0.0)}
+        run.stats.decoded_segments = int(decoded_after - decoded_before)
     return run
 
 

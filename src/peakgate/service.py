@@ -169,8 +169,8 @@ class Service:
         turn_s = self._admission.admit(principal, characters, priority)
         if turn_s > 0.0:
             # A smoothed class spaces its requests out: this one waits for its turn, on its own deadline.
-            budget_ms = request.deadline_ms or self._class(priority).deadline_ms
-            request = dataclasses.replace(request, deadline_ms=max(1.0, budget_ms - turn_s * 1000.0))
+            budget_ms = self._deadline_ms(request, priority) - turn_s * 1000.0
+            request = dataclasses.replace(request, deadline_ms=max(1.0, budget_ms))
             await self._clock.sleep(turn_s)
         result = await self._run(request, principal, priority, characters)
         self._admission.record(principal, characters)
@@ -188,7 +188,7 @@ class Service:
         route = self._route(request, principal, source, degradation)
         self._guard.admit(priority, 1000.0 * self._scheduler.service_time_s(route.model, len(request.segments)),
                           self._scheduler.capacity_per_s(route.model), request.deadline_ms)
-        deadline = self._clock.now() + (request.deadline_ms or self._class(priority).deadline_ms) / 1000.0
+        deadline = self._clock.now() + self._deadline_ms(request, priority) / 1000.0
         shields = self._shield(request, principal, source)
         beam = degradation.beam_size(self._class(priority).beam_size)
         scope = Scope(principal.tenant, source, request.target, f"{route.tier}/{route.chain[0]}/b{beam}",
@@ -276,6 +276,9 @@ class Service:
 
     def _class(self, priority: PriorityClass) -> ClassConfig:
         return self.settings.classes[priority]  # the config fills in every class
+
+    def _deadline_ms(self, request: TranslateRequest, priority: PriorityClass) -> float:
+        return request.deadline_ms or self._class(priority).deadline_ms
 
     def _validate(self, request: TranslateRequest) -> int:
         limits = self.settings.limits

@@ -247,8 +247,7 @@ class RequestQueue:
         item.version += 1
         group = self._groups[item.key]
         self._index(item, group)
-        _prune(group.heap)
-        _prune(self._deadlines)
+        self._prune_tops((group,))
         self._maybe_compact()
 
     def take(self, items: Sequence[WorkItem]) -> None:
@@ -290,13 +289,16 @@ class RequestQueue:
             if group.size == 0:
                 del self._groups[item.key]
             self._len -= 1
-        for group in touched.values():
-            _prune(group.heap)
-        _prune(self._deadlines)
+        self._prune_tops(group for group in touched.values() if group.size)
         while self._fifo and self._fifo[0].state is not ItemState.QUEUED:
             self._fifo.popleft()
         self._maybe_compact()
         self._changed()
+
+    def _prune_tops(self, groups: Iterable[QueueGroup]) -> None:
+        for group in groups:
+            _prune(group.heap)
+        _prune(self._deadlines)
 
     def _maybe_compact(self) -> None:
         # Stale entries only cost iteration time; rebuild once they outnumber live ones (amortised O(1)).

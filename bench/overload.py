@@ -15,7 +15,10 @@
    rejection before the client timeout, or the connection dropped: the goal is 0), p50/p99 of accepted.
    Goodput = accepted segments answered inside the arrival window per second, against capacity (goal >= 95 %);
    interactive p99 against its unloaded p99 (goal <= 2x);
-4. the same open-loop run (same arrivals, same absolute rate) against `bench.naive_server`, a FIFO
+4. recovery (peakgate only): the moment the overload window ends, arrivals drop to `--recovery-load` x capacity
+   for `--recovery-s`; per class, the time until every later second of arrivals is >= 99 % answered 200
+   (goal: within the class deadline; see bench.recovery);
+5. the same open-loop run (same arrivals, same absolute rate) against `bench.naive_server`, a FIFO
    one-request-at-a-time server over the same engine (its own closed-loop capacity measured first), side by side.
 Texts are dev sentences made distinct (a pass number appended when the 400 run out) and the peakgate cache is
 disabled (`cache.enabled = false`), so neither server is helped by repetition.
@@ -49,6 +52,7 @@ from bench._http import (
     scrape,
     serve,
 )
+from bench.recovery import Recovery, recovery, recovery_lines
 from peakgate.config import default_models
 
 MODEL = "student-en-es-int8"
@@ -274,6 +278,7 @@ class ServerRun:
     capacity: Capacity
     stats: RunStats | None = None
     unloaded: tuple[float, float, int] | None = None
+    recovery: list[Recovery] | None = None
 
 
 def measure_peakgate(config: dict[str, object], sentences: Sequence[str], args: argparse.Namespace,
@@ -288,12 +293,33 @@ def measure_peakgate(config: dict[str, object], sentences: Sequence[str], args: 
                                             args.unloaded_clients))
         run = ServerRun("peakgate", cap, unloaded=unloaded)
         before, decoded_before = _server_counts(server.url)
-        run.stats = asyncio.run(overload(server.url, probes, rate, args.duration, seed=args.seed,
-                                         max_inflight=args.max_inflight))
+        run.stats, run.recovery = asyncio.run(surge_then_recover(server.url, sentences, probes, rate,
+                                                                 recovery_rate=cap.rps * args.recovery_load, args=args))
         after, decoded_after = _server_counts(server.url)
         run.stats.rejected_by_reason = {k: v - before.get(k, 0.0) for k, v in after.items() if v - before.get(k, 0.0)}
         run.stats.decoded_segments = int(decoded_after - decoded_before)
+        # The engines' count spans the recovery phase too: its accepted segments count on the other side.
+        run.stats.accepted_segments_total += sum(r.accepted_segments for r in run.recovery or () if r.klass == "all")
     return run
+
+
+async def surge_then_recover(url: str, sentences: Sequence[str], probes: Sequence[Probe], rate: float, *,
+                             recovery_rate: float, args: argparse.Namespace) -> tuple[RunStats, list[Recovery] | None]:
+    """The overload window, and the recovery phase starting the moment its arrivals stop (not once its last
+    answers are in: a batch request may be waited on for its whole deadline)."""
+    async def after_the_surge() -> list[Recovery] | None:
+        if args.recovery_s <= 0:
+            return None
+        await asyncio.sleep(args.duration)
+        calm = workload(sentences, max(16, int(recovery_rate * args.recovery_s * 1.3) + 16), grace_s=args.grace_s,
+                        seed=args.seed + 20)
+        result = await open_loop(url, calm, recovery_rate, args.recovery_s, seed=args.seed + 1,
+                                 max_inflight=args.max_inflight)
+        return recovery(result, CLASSES)
+
+    surge = overload(url, probes, rate, args.duration, seed=args.seed, max_inflight=args.max_inflight)
+    stats, recovered = await asyncio.gather(surge, after_the_surge())
+    return stats, recovered
 
 
 def measure_naive(sentences: Sequence[str], args: argparse.Namespace, rate: float) -> ServerRun:
@@ -405,6 +431,11 @@ def report(runs: Sequence[ServerRun], args: argparse.Namespace) -> list[str]:
         ("0 accepted requests lost", pg.stats.total.lost == 0),
         ("every 429/503 has Retry-After", pg.stats.total.rejected_no_retry_after == 0),
     ]
+    if pg.recovery is not None:
+        lines += recovery_lines(pg.recovery, args.recovery_load, DEFAULT_DEADLINES_S)
+        interactive = next(r for r in pg.recovery if r.klass == "interactive")
+        verdicts.append(("interactive recovers within its deadline", interactive.recovered_s is not None
+                         and interactive.recovered_s <= DEFAULT_DEADLINES_S["interactive"]))
     if not pg.stats.total.rejected and not pg.stats.total.rejected_no_retry_after:
         lines.append("NOTE: peakgate rejected nothing at this load: its shedding is not wired (or not reached)")
     lines.append("peakgate goals: " + "; ".join(f"{name}: {'PASS' if ok else 'FAIL'}" for name, ok in verdicts))
@@ -429,6 +460,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--unloaded-requests", type=int, default=1000, help="enough for a p99 that is not the maximum")
     p.add_argument("--grace-s", type=float, default=0.5, help="client timeout = class deadline + this")
     p.add_argument("--max-inflight", type=int, default=6000, help="client cap on open requests")
+    p.add_argument("--recovery-load", type=float, default=0.5, help="offered rate after the surge, x capacity")
+    p.add_argument("--recovery-s", type=float, default=20.0, help="seconds of the recovery phase (0: none)")
     p.add_argument("--seed", type=int, default=11)
     p.add_argument("--model", default=MODEL)
     p.add_argument("--no-naive", dest="naive", action="store_false", help="skip the naive FIFO server")

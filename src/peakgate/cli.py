@@ -1,4 +1,4 @@
-"""`peakgate` command line: serve, models list|build, translate, tm import|export."""
+"""`peakgate` command line: serve, models list|build, translate, tm import|export, worker, route."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from peakgate.domain import Principal, TranslateRequest
 from peakgate.errors import BadRequest, ConfigError, PeakgateError
 from peakgate.service import Service
 
+_log = logging.getLogger(__name__)
 _REPO = Path(__file__).resolve().parents[2]
 _CLI_PRINCIPAL = "cli"
 
@@ -41,7 +42,19 @@ def _parser() -> argparse.ArgumentParser:
                            help="request class: sets decoding (beam) and deadline (default document)")
     _config_arg(translate)
     _tm_args(sub.add_parser("tm", help="import or export the translation memory (TMX 1.4)"))
+    _worker_args(sub.add_parser("worker", help="run translation work from the shared Redis queue (scale-out)"))
+    route = sub.add_parser("route", help="front door: send requests to gateway clusters by region, load and health")
+    route.add_argument("--host", help="bind address (default: cluster.host, 127.0.0.1)")
+    route.add_argument("--port", type=int, help="port (default: cluster.port, 8090)")
+    _config_arg(route)
     return parser
+
+
+def _worker_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--redis", help="Redis URL (default: queue.redis_url in the config)")
+    parser.add_argument("--models", nargs="+", help="models to serve (default: every configured model)")
+    parser.add_argument("--concurrency", type=int, help="batches each model runs side by side (default: per engine)")
+    _config_arg(parser)
 
 
 def _tm_args(parser: argparse.ArgumentParser) -> None:
@@ -84,6 +97,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _models(args)
         if args.command == "tm":
             return _tm(args)
+        if args.command == "route":
+            from peakgate.cluster.app import run_router
+
+            return run_router(args.config, args.host, args.port)
+        if args.command == "worker":
+            from peakgate.scaleout.process import run_worker
+
+            return run_worker(args.config, args.redis, args.models, args.concurrency)
         return asyncio.run(_translate(args, sys.stdin.buffer, sys.stdout))
     except PeakgateError as exc:
         print(f"peakgate: error: {exc.message}", file=sys.stderr)
@@ -97,6 +118,9 @@ def _serve(args: argparse.Namespace) -> int:
 
     settings = load_settings(args.config, host=args.host, port=args.port)
     service = Service(settings)
+    # On SIGTERM, open requests get the first half of the grace period and closing (running jobs back to the
+    # queue, engines down) what is left, so the process is gone within it whatever hangs.
+    drain_s = int(settings.shutdown_grace_s // 2)  # uvicorn takes whole seconds
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: object) -> AsyncIterator[None]:
@@ -108,12 +132,22 @@ def _serve(args: argparse.Namespace) -> int:
         try:
             yield
         finally:
-            await service.close()
+            await _close_within(service, settings.shutdown_grace_s - drain_s)
 
     app = create_app(service, lifespan=lifespan)
     uvicorn.run(app, host=settings.host, port=settings.port, loop="uvloop", http="httptools",
-                log_level=settings.log_level, lifespan="on", access_log=settings.access_log)
+                log_level=settings.log_level, lifespan="on", access_log=settings.access_log,
+                timeout_graceful_shutdown=drain_s)
     return 0
+
+
+async def _close_within(service: Service, seconds: float) -> None:
+    try:
+        async with asyncio.timeout(seconds):
+            await service.close()
+    except TimeoutError:
+        # Jobs not yet handed back stay 'translating' in their store: the next start resumes them.
+        _log.error("shutdown grace period over: exiting before the service finished closing")
 
 
 def _models(args: argparse.Namespace) -> int:

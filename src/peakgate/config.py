@@ -10,7 +10,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from peakgate.admission.settings import AdmissionConfig
+from peakgate.atrest.settings import AtRestConfig
 from peakgate.cache.settings import CacheConfig
+from peakgate.cluster.config import ClusterConfig
 from peakgate.errors import ConfigError
 from peakgate.glossary.store import GlossaryStoreKind
 from peakgate.jobs.config import JobsConfig
@@ -18,6 +21,7 @@ from peakgate.memory.settings import TmConfig
 from peakgate.redaction.policy import RedactionPolicy
 from peakgate.redaction.settings import RedactionConfig
 from peakgate.resilience.settings import ResilienceConfig
+from peakgate.scaleout.settings import QueueConfig
 
 PriorityClass = Literal["interactive", "document", "batch"]
 PRIORITY_ORDER: tuple[PriorityClass, ...] = ("interactive", "document", "batch")
@@ -56,6 +60,7 @@ class ModelConfig(_Frozen):
     api_key: str | None = None
     upstream_model: str | None = None
     timeout_s: float = 10.0
+    delay_ms: float = Field(default=0.0, ge=0)  # echo: simulated engine time per batch (benchmarks, tests)
 
 
 class BatcherConfig(_Frozen):
@@ -149,13 +154,20 @@ class Settings(_Frozen):
     batcher: BatcherConfig = BatcherConfig()
     classes: dict[PriorityClass, ClassConfig] = Field(default_factory=_default_classes)
     keys: tuple[KeyConfig, ...] = ()
+    admission: AdmissionConfig = AdmissionConfig()  # buckets and quotas in-process or shared in Redis
     limits: LimitsConfig = LimitsConfig()
     cache: CacheConfig = CacheConfig()
     tm: TmConfig = TmConfig()
     glossary: GlossaryConfig = GlossaryConfig()
     redaction: RedactionPolicy = Field(default_factory=_privacy_first)
     jobs: JobsConfig = JobsConfig()
+    at_rest: AtRestConfig = AtRestConfig()  # the key sealing stored job and glossary text
     resilience: ResilienceConfig = ResilienceConfig()
+    queue: QueueConfig = QueueConfig()  # in-process (embedded default) or Redis Streams with worker processes
+    cluster: ClusterConfig | None = None  # gateway clusters behind `peakgate route` (cluster/config.py)
+    # On SIGTERM: open requests, then the running jobs' chunks, get this long before the process exits anyway
+    # (interrupted jobs resume at the next start).
+    shutdown_grace_s: float = Field(default=10.0, gt=0)
     log_level: str = "info"
     # One log line per request costs more CPU than a cache hit; /metrics has the counts and latencies.
     access_log: bool = False
@@ -238,7 +250,8 @@ def _read_file(path: Path) -> dict[str, object]:
 
 
 def load_settings(path: Path | None = None, **overrides: object) -> Settings:
-    """File (TOML or JSON) < environment (PEAKGATE_CONFIG, PEAKGATE_DATA_DIR) < explicit overrides."""
+    """File (TOML or JSON) < environment (PEAKGATE_CONFIG, PEAKGATE_DATA_DIR, PEAKGATE_STORE_KEY) < explicit
+    overrides."""
     env_path = os.environ.get("PEAKGATE_CONFIG")
     path = path or (Path(env_path) if env_path else None)
     file_data = _read_file(path) if path else {}
@@ -246,6 +259,9 @@ def load_settings(path: Path | None = None, **overrides: object) -> Settings:
     data.setdefault("data_dir", DEFAULT_DATA_DIR)
     if "PEAKGATE_DATA_DIR" in os.environ:
         data["data_dir"] = os.environ["PEAKGATE_DATA_DIR"]
+    if "PEAKGATE_STORE_KEY" in os.environ:
+        at_rest = data.get("at_rest")
+        data["at_rest"] = {**(at_rest if isinstance(at_rest, dict) else {}), "key": os.environ["PEAKGATE_STORE_KEY"]}
     if "models" not in file_data:  # the embedded default brings its tier map along
         data["models"] = default_models()
         data.setdefault("tiers", default_tiers())

@@ -4,14 +4,20 @@ from __future__ import annotations
 
 
 class PeakgateError(Exception):
-    """Root of every error peakgate raises on purpose."""
+    """Root of every error peakgate raises on purpose.
+
+    `retry_after_s` tells a client when a retry may succeed; a class whose errors always mean "later" sets a
+    `default_retry_after_s`, so no raise site can forget the hint (a 429/503 without `Retry-After` makes
+    clients guess, and guessing clients retry at once, in step).
+    """
 
     code = "internal_error"
+    default_retry_after_s: float | None = None
 
     def __init__(self, message: str, *, retry_after_s: float | None = None) -> None:
         super().__init__(message)
         self.message = message
-        self.retry_after_s = retry_after_s
+        self.retry_after_s = retry_after_s if retry_after_s is not None else self.default_retry_after_s
 
 
 class ConfigError(PeakgateError):
@@ -42,6 +48,8 @@ class Unauthorized(PeakgateError):
 
 class QuotaExceeded(PeakgateError):
     code = "quota_exceeded"
+    # Quotas reset with the billing period, which has no fixed end in-process: retrying sooner will not help.
+    default_retry_after_s = 3600.0
 
 
 class NotFound(PeakgateError):
@@ -52,6 +60,7 @@ class Rejected(PeakgateError):
     """Admission or scheduling refused work to protect the service; retry later."""
 
     code = "rejected"
+    default_retry_after_s = 1.0
 
 
 class RateLimited(Rejected):
@@ -82,3 +91,4 @@ class EngineTimeout(BackendError):
 
 class Unavailable(BackendError):
     code = "unavailable"
+    default_retry_after_s = 1.0

@@ -10,11 +10,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 
 from peakgate.admission.admission import Admission
-from peakgate.api.contract import Language, Usage
+from peakgate.api.contract import Language, Readiness, Usage
 from peakgate.backends.base import Backend, Health
 from peakgate.backends.factory import build_backend
 from peakgate.clock import Clock, MonotonicClock
@@ -24,15 +24,14 @@ from peakgate.errors import BackendError, BadRequest, InputTooLarge, Overloaded,
 from peakgate.glossary import GlossaryStore, Shielded, shield, unshield
 from peakgate.jobs.config import JobsConfig
 from peakgate.jobs.runner import JobRunner, via_pipeline
-from peakgate.jobs.store import JobStore
 from peakgate.memory import AddResult, TranslationMemory
 from peakgate.observe.metrics import Metrics
-from peakgate.resilience.degrade import Degradation, int8_twins, map_chain
+from peakgate.resilience.degrade import CacheOnlyRefusal, Degradation, int8_twins, map_chain
 from peakgate.resilience.guard import OverloadGuard
 from peakgate.reuse import Reuse, Scope
 from peakgate.routing import langdetect
 from peakgate.routing.router import Route, TierRouter
-from peakgate.scheduling import Scheduler
+from peakgate.scheduling.work_queue import build_work_queue
 from peakgate.stores import Stores, open_stores
 
 _log = logging.getLogger(__name__)
@@ -88,8 +87,8 @@ class Service:
         self._admission = Admission(settings, self._clock, self.metrics)
         workers = {m.name: worker_count(m) for m in settings.models}
         self._twins = int8_twins(settings.models)
-        self._scheduler = Scheduler(
-            self._backends, settings.batcher, settings.classes, self._clock, self.metrics, workers,
+        self._scheduler = build_work_queue(  # in-process (the default) or the shared Redis queue
+            settings, self._backends, self._clock, self.metrics, workers,
             breakers=self._guard.breakers, limits=settings.resilience.concurrency,
         )
         self._router = TierRouter(settings, self._health, self._scheduler.oldest_wait_s, self.metrics)
@@ -107,10 +106,6 @@ class Service:
     def _shed_queued(self, priority: PriorityClass, error: Callable[[object], PeakgateError],
                      drain_per_s: float | None) -> int:
         return self._scheduler.shed_queued(priority, error, drain_per_s)  # built after the guard: looked up per call
-
-    @property
-    def jobs(self) -> JobStore:
-        return self.stores.jobs
 
     @property
     def jobs_config(self) -> JobsConfig:
@@ -159,6 +154,7 @@ class Service:
         await asyncio.gather(*(b.close() for b in self._backends.values()), return_exceptions=True)
         self._started.clear()
         await self.stores.close()
+        await self._admission.close()
 
     def authenticate(self, key: str | None) -> Principal:
         return self._admission.authenticate(key)
@@ -166,14 +162,14 @@ class Service:
     async def translate(self, request: TranslateRequest, principal: Principal) -> TranslateResult:
         characters = self._validate(request)
         priority = effective_priority(request.priority, principal.priority)
-        turn_s = self._admission.admit(principal, characters, priority)
+        turn_s = await self._admission.admit(principal, characters, priority)
         if turn_s > 0.0:
             # A smoothed class spaces its requests out: this one waits for its turn, on its own deadline.
             budget_ms = self._deadline_ms(request, priority) - turn_s * 1000.0
             request = dataclasses.replace(request, deadline_ms=max(1.0, budget_ms))
             await self._clock.sleep(turn_s)
         result = await self._run(request, principal, priority, characters)
-        self._admission.record(principal, characters)
+        await self._admission.record(principal, characters)
         return result
 
     async def run(self, request: TranslateRequest, principal: Principal, priority: PriorityClass) -> TranslateResult:
@@ -197,8 +193,8 @@ class Service:
 
         async def engine(texts: list[str]) -> list[str]:
             if degradation.cache_only(priority):
-                raise Overloaded("degraded to cache and TM only for batch traffic; retry off-peak",
-                                 retry_after_s=self.settings.resilience.ladder.min_dwell_s)
+                raise CacheOnlyRefusal("degraded to cache and TM only for batch traffic; retry off-peak",
+                                       retry_after_s=self.settings.resilience.ladder.min_dwell_s)
             model, out = await self._submit(route, texts, source, request, priority=priority, deadline=deadline,
                                             beam_cap=degradation.beam_cap)
             used.append(model)
@@ -207,8 +203,9 @@ class Service:
         try:
             with self._guard.queued(priority, len(request.segments)):
                 served = await self._reuse.serve([s.text for s in shields], scope, engine)
-        except (Rejected, BackendError):
-            self._guard.record(good=False)
+        except (Rejected, BackendError) as exc:
+            if not isinstance(exc, CacheOnlyRefusal):
+                self._guard.record(good=False)
             raise
         self._guard.record(good=True)
         model = used[-1] if used else route.chain[0]
@@ -259,12 +256,21 @@ class Service:
             Language(code, LANGUAGE_NAMES.get(code, code), tuple(sorted(targets[code]))) for code in sorted(targets)
         ]
 
-    def usage(self, principal: Principal) -> Usage:
-        count, limit = self._admission.usage(principal)
+    async def usage(self, principal: Principal) -> Usage:
+        count, limit = await self._admission.usage(principal)
         return Usage(character_count=count, character_limit=limit)
 
     def ready(self) -> bool:
         return bool(self._started) and all(self._backends[n].cost_model().warm for n in self._started)
+
+    def readiness(self) -> Readiness:
+        if not self.ready():
+            return Readiness(False, "warming up")
+        late_ms = self._guard.interactive_late_ms()
+        if late_ms is not None:
+            return Readiness(False, f"overloaded: interactive requests wait {late_ms:.0f} ms, past their deadline",
+                             late_ms / 1000.0)
+        return Readiness(True, "ready")
 
     def health(self) -> dict[str, Health]:
         return {name: self._health(name) for name in self._backends}
@@ -286,18 +292,41 @@ class Service:
             raise BadRequest("no text to translate: send at least one segment")
         if len(request.segments) > limits.max_segments:
             raise BadRequest(f"too many segments: {len(request.segments)} > {limits.max_segments} per request")
-        if not request.target:
-            raise BadRequest("target language is required")
-        for i, segment in enumerate(request.segments):
-            if len(segment) > limits.max_segment_chars:
-                raise InputTooLarge(
-                    f"segment {i} has {len(segment)} characters; the limit is {limits.max_segment_chars}"
-                )
-            _check_encodable(segment, i)
-        characters = sum(len(s) for s in request.segments)
+        characters = self._check_segments(request.segments, request.target)
         if characters > limits.max_request_chars:
             raise InputTooLarge(f"request has {characters} characters; the limit is {limits.max_request_chars}")
         return characters
+
+    def _check_segments(self, segments: Sequence[str], target: str) -> int:
+        """The rules every segment meets, whatever carries it (a request, a batch job, a document)."""
+        if not target:
+            raise BadRequest("target language is required")
+        limit = self.settings.limits.max_segment_chars
+        for i, segment in enumerate(segments):
+            if len(segment) > limit:
+                raise InputTooLarge(f"segment {i} has {len(segment)} characters; the limit is {limit}")
+            _check_encodable(segment, i)
+        return sum(len(s) for s in segments)
+
+    async def check_job(self, segments: Sequence[str], source: str | None, target: str, principal: Principal
+                        ) -> int:
+        """A batch job's or document's checks at submission, with the synchronous path's rules and errors: every
+        segment, the language pair, the caller's quota for the whole job. Returns the characters to bill.
+
+        The jobs endpoints cap segment counts and sizes themselves (`JobsConfig`); the per-request limits would
+        refuse any real document. Per-second rate limits are not charged: the runner paces a job, at batch
+        priority behind interactive traffic, and a whole document charged to the key's token bucket would only
+        lock that key's interactive requests out for minutes.
+        """
+        # A document's segments run to the hundred thousand: walked off the loop.
+        characters = await asyncio.to_thread(self._check_segments, segments, target)
+        self._router.check_pair(source, target)
+        await self._admission.check_quota(principal, characters, "batch")
+        return characters
+
+    async def bill_job(self, principal: Principal, characters: int) -> None:
+        """Bill an accepted job at submission: it runs on the trusted path (`run`), which bills nothing."""
+        await self._admission.record(principal, characters)
 
     def _sources(self) -> list[str]:
         return sorted({m.source for m in self.settings.models})

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from peakgate.atrest import open_sealer
 from peakgate.cache import CacheMetrics, TranslationCache, build_cache
 from peakgate.clock import Clock
 from peakgate.config import Settings
@@ -46,6 +47,7 @@ def open_stores(settings: Settings, clock: Clock, metrics: Metrics) -> Stores:
         memory = build_memory(settings.tm, path, clock=clock)
     glossary_path = settings.store_path(settings.glossary.path, "glossaries.sqlite3")
     kind = settings.glossary.store if glossary_path is not None else "memory"
-    glossaries = build_glossary_store(kind, glossary_path)
-    jobs = open_store(settings.jobs, settings.store_path(settings.jobs.path, "jobs.sqlite3"))
+    sealer = open_sealer(settings.at_rest, settings.data_dir)  # job and glossary text is sealed at rest
+    glossaries = build_glossary_store(kind, glossary_path, sealer=sealer)
+    jobs = open_store(settings.jobs, settings.store_path(settings.jobs.path, "jobs.sqlite3"), sealer=sealer)
     return Stores(cache, memory, glossaries, GlossaryResolver(glossaries), build_redactors(settings.redaction), jobs)

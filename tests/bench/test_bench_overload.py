@@ -45,11 +45,27 @@ def test_tally_sorts_outcomes_into_accepted_rejected_and_lost() -> None:
 def test_overload_bench_runs_on_the_echo_engine() -> None:
     sentences = [r.en for r in load_dev(DEV, limit=60)]
     args = overload.parser().parse_args(["--no-naive", "--load", "1.5", "--duration", "1.5", "--capacity-s", "1",
-                                         "--clients", "4", "--unloaded-requests", "20"])
+                                         "--clients", "4", "--unloaded-requests", "20", "--recovery-s", "2"])
     lines = overload.run(overload.ECHO_CONFIG, sentences, args)
     text = "\n".join(lines)
     assert "peakgate: capacity" in text and "unloaded interactive" in text and "open loop" in text
     assert "goodput / peakgate capacity" in text and "peakgate goals:" in text
+    assert "recovery at 0.5x capacity" in text and "interactive recovers within its deadline" in text
     assert "naive" not in text
     (delivered,) = [line for line in lines if line.startswith("accepted segments / segments the engines ran")]
     assert 0.5 <= float(delivered.split()[-1]) <= 1.0  # from the server's own batch counts; nothing coalesces
+
+
+def test_recovery_is_the_first_second_that_every_later_second_keeps_at_99_percent() -> None:
+    from bench.recovery import recovered_after_s, recovery
+
+    def at(second: float, status: int, klass: str = "interactive") -> Outcome:
+        return Outcome(klass, status, 1, 100.0 + second, 100.0 + second + 0.01)
+
+    outcomes = [at(0.1, 503), at(0.5, 200), at(1.2, 200), at(1.7, 429), at(2.5, 200), at(3.1, 200), at(3.9, 200)]
+    assert recovered_after_s(outcomes, 100.0) == 2.0  # second 1 still refused one of two
+    assert recovered_after_s([*outcomes, at(4.5, 504)], 100.0) is None  # failing at the end: not recovered
+    assert recovered_after_s([], 100.0) is None
+    rows = recovery(OpenLoopResult([*outcomes, at(0.2, 200, "batch")], 8, 0, 5.0, 100.0, 0.0), ["interactive", "batch"])
+    assert [(r.klass, r.offered, r.recovered_s) for r in rows] == [
+        ("interactive", 7, 2.0), ("batch", 1, 0.0), ("all", 8, 2.0)]

@@ -123,9 +123,10 @@ async def test_quota_is_billed_only_for_successful_requests() -> None:
         acme = service.authenticate("k1")
         with pytest.raises(BadRequest):
             await service.translate(req("x" * 41), acme)
-        assert service.usage(acme).character_count == 0
+        assert (await service.usage(acme)).character_count == 0
         await service.translate(req("12345678"), acme)
-        assert (service.usage(acme).character_count, service.usage(acme).character_limit) == (8, 10)
+        used = await service.usage(acme)
+        assert (used.character_count, used.character_limit) == (8, 10)
         with pytest.raises(QuotaExceeded):
             await service.translate(req("123"), acme)
     finally:
@@ -180,4 +181,4 @@ async def test_cli_path_skips_admission(svc: Service) -> None:
     principal = Principal(key=None, tenant="cli", priority="batch")
     result = await svc.run(req("Hello"), principal, "batch")
     assert result.translations[0].text == "Hello"
-    assert svc.usage(principal).character_count == 0
+    assert (await svc.usage(principal)).character_count == 0

@@ -125,6 +125,24 @@ async def test_ladder_levels_reach_routing_and_say_so() -> None:
         await service.close()
 
 
+async def test_cache_only_refusals_do_not_hold_the_ladder_up() -> None:
+    # Issue 19: at CACHE_ONLY every batch miss was refused and counted as an SLO failure, so the burn rate the
+    # ladder reads stayed high from its own refusals and the ladder stayed at 4 long after the surge.
+    service, clock = await start()
+    plain = service.authenticate("plain")
+    ladder = service._guard.ladder
+    try:
+        while ladder.level < Level.CACHE_ONLY:
+            ladder.tick(100.0, 0.0)
+        for i in range(40):
+            clock.advance(1.0)  # past the batch class's smoothing
+            with pytest.raises(Overloaded, match="cache and TM only"):
+                await service.translate(req(f"batch miss {i}", priority="batch"), plain)
+        assert service._guard.signals()[0] == 0.0  # no burn from the ladder's own refusals
+    finally:
+        await service.close()
+
+
 async def test_batch_is_shed_with_retry_after_while_interactive_waits() -> None:
     held = Held(FP32, [("en", "es")])
     service, clock = await start(**{FP32: held})

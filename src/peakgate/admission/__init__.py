@@ -1,6 +1,5 @@
-"""Admission: API keys, per-key and per-class rate limits, billing-period quotas."""
+"""Admission: API keys, per-key and per-class rate limits, billing-period quotas, in-process or shared in Redis.
 
-from peakgate.admission.admission import Admission
-from peakgate.admission.bucket import LeakyBucket, RateLimiter, TokenBucket
-
-__all__ = ["Admission", "LeakyBucket", "RateLimiter", "TokenBucket"]
+`settings` (the `AdmissionConfig`) is imported by `peakgate.config`, so nothing here is imported at package
+load: the facade is `peakgate.admission.admission.Admission`.
+"""

@@ -7,24 +7,41 @@ leaves the other untouched; `RateLimited.retry_after_s` is the longer of the two
 
 Billing: `admit` only *checks* the quota; `record` bills characters after a successful translation,
 so failed requests cost the customer nothing. Concurrent in-flight requests may therefore overshoot
-a quota by at most what is in flight -- accepted, as DeepL-style quotas are soft per period.
+a quota by at most what is in flight -- accepted, as DeepL-style quotas are soft per period. Jobs and
+documents pass `check_quota` alone and are billed when accepted (the service's `check_job`, `bill_job`).
 
 Rate charges, on the other hand, happen in `admit`: rate limiting protects the service from the work
 being attempted, whether or not it later succeeds.
+
+Where buckets and counters live is the backend's business (`admission.backend`): in this process
+(`local`), or in Redis shared by every gateway (`redis`, with a local fallback while Redis is out of reach).
+The methods touching them are async for the shared one's sake.
 """
 
 from __future__ import annotations
 
 from typing import NoReturn
 
-from peakgate.admission.bucket import RateLimiter, TokenBucket, make_limiter
+from peakgate.admission.backend import AdmissionBackend, Admitted, OverQuota, OverRate, Verdict
 from peakgate.admission.keys import KeyRing
-from peakgate.admission.quota import Quotas
+from peakgate.admission.local import LocalBackend
+from peakgate.admission.metrics import AdmissionMetrics
+from peakgate.admission.quota import quota_error
+from peakgate.admission.redis_ledger import RedisLedger
+from peakgate.admission.shared import SharedBackend
 from peakgate.clock import Clock
-from peakgate.config import PRIORITY_ORDER, ClassConfig, PriorityClass, Settings
+from peakgate.config import PriorityClass, Settings
 from peakgate.domain import Principal
-from peakgate.errors import PeakgateError, QuotaExceeded, RateLimited, Unauthorized
+from peakgate.errors import PeakgateError, RateLimited, Unauthorized
 from peakgate.observe.metrics import Metrics
+
+
+def build_backend(settings: Settings, clock: Clock, metrics: Metrics) -> AdmissionBackend:
+    """The backend `settings.admission.backend` names."""
+    if settings.admission.backend == "redis":
+        ledger = RedisLedger.from_settings(settings)
+        return SharedBackend(ledger, settings, clock, AdmissionMetrics(metrics.registry))
+    return LocalBackend.from_settings(settings, clock)
 
 
 class Admission:
@@ -35,18 +52,11 @@ class Admission:
     `LeakyBucket`; per-key buckets are always token buckets (they are about fairness, not shape).
     """
 
-    def __init__(self, settings: Settings, clock: Clock, metrics: Metrics) -> None:
+    def __init__(self, settings: Settings, clock: Clock, metrics: Metrics,
+                 backend: AdmissionBackend | None = None) -> None:
         self._metrics = metrics
         self._keys = KeyRing(settings.keys)
-        self._quotas = Quotas(settings.keys)
-        self._key_buckets = {k.key: TokenBucket(k.rate_chars_per_s, k.burst_chars, clock) for k in settings.keys}
-        self._class_buckets: dict[PriorityClass, RateLimiter] = {}
-        for name in PRIORITY_ORDER:
-            cls = settings.classes.get(name, ClassConfig())
-            self._class_buckets[name] = make_limiter(
-                cls.rate_chars_per_s, cls.burst_chars, clock, smoothing=cls.smoothing,
-                max_delay_s=cls.max_smoothing_delay_s,
-            )
+        self._backend = backend or build_backend(settings, clock, metrics)
 
     @property
     def open_mode(self) -> bool:
@@ -58,7 +68,7 @@ class Admission:
         except Unauthorized as exc:
             self._reject(exc, "unauthorized", "unknown")
 
-    def admit(self, principal: Principal, characters: int, priority: PriorityClass | None = None) -> float:
+    async def admit(self, principal: Principal, characters: int, priority: PriorityClass | None = None) -> float:
         """Charge `characters` to the buckets or raise `QuotaExceeded` / `RateLimited`; returns the seconds
         the request must wait for its turn before it goes on (a smoothed class paces its requests).
 
@@ -69,37 +79,43 @@ class Admission:
         if characters < 0:
             raise ValueError(f"characters must be >= 0, got {characters}")
         priority = priority or principal.priority
-        try:
-            self._quotas.check(principal.key, characters)
-        except QuotaExceeded as exc:
-            self._reject(exc, "quota", priority)
-        limiters = self._limiters(principal, priority)
-        waits = [(limiter.wait_time(characters), reason) for limiter, reason in limiters]
-        wait, reason = max(waits)
-        if wait > 0.0:
-            scope = f"class {priority!r}" if reason == "class_rate" else f"tenant {principal.tenant!r}"
-            msg = f"rate limit of {scope} exceeded for {characters} characters; retry in {wait:.3f} s"
-            self._reject(RateLimited(msg, retry_after_s=wait), reason, priority)
-        return max(limiter.take(characters) for limiter, _ in limiters)
+        verdict = await self._backend.admit(principal.key, characters, priority)
+        return self._follow(verdict, principal, characters, priority)
 
-    def record(self, principal: Principal, characters: int) -> None:
+    async def check_quota(self, principal: Principal, characters: int, priority: PriorityClass) -> None:
+        """Raise `QuotaExceeded` when billing `characters` more would pass the key's quota; charges nothing.
+
+        On its own for jobs and documents, which are billed at submission and paced by the job runner.
+        """
+        verdict = await self._backend.admit(principal.key, characters, priority, rates=False)
+        self._follow(verdict, principal, characters, priority)
+
+    async def record(self, principal: Principal, characters: int) -> None:
         """Bill `characters` after a successful translation."""
-        self._quotas.record(principal.key, characters)
+        await self._backend.record(principal.key, characters)
 
-    def usage(self, principal: Principal) -> tuple[int, int]:
+    async def usage(self, principal: Principal) -> tuple[int, int]:
         """(character_count, character_limit), 0 meaning unlimited."""
-        return self._quotas.usage(principal.key)
+        return await self._backend.usage(principal.key)
 
-    def reset_period(self) -> None:
+    async def reset_period(self) -> None:
         """Start a new billing period for every key."""
-        self._quotas.reset()
+        await self._backend.reset_period()
 
-    def _limiters(self, principal: Principal, priority: PriorityClass) -> list[tuple[RateLimiter, str]]:
-        limiters: list[tuple[RateLimiter, str]] = [(self._class_buckets[priority], "class_rate")]
-        key_bucket = self._key_buckets.get(principal.key) if principal.key is not None else None
-        if key_bucket is not None:
-            limiters.append((key_bucket, "key_rate"))
-        return limiters
+    async def close(self) -> None:
+        await self._backend.close()
+
+    def _follow(self, verdict: Verdict, principal: Principal, characters: int, priority: PriorityClass) -> float:
+        """The turn an admitted request waits for, or the refusal raised (and counted)."""
+        match verdict:
+            case Admitted(turn_s):
+                return turn_s
+            case OverQuota():
+                self._reject(quota_error(verdict, characters), "quota", priority)
+            case OverRate(wait, reason):
+                scope = f"class {priority!r}" if reason == "class_rate" else f"tenant {principal.tenant!r}"
+                msg = f"rate limit of {scope} exceeded for {characters} characters; retry in {wait:.3f} s"
+                self._reject(RateLimited(msg, retry_after_s=wait), reason, priority)
 
     def _reject(self, exc: PeakgateError, reason: str, priority: str) -> NoReturn:
         self._metrics.rejected.labels(reason=reason, priority=priority).inc()

@@ -18,6 +18,11 @@ def _digest(key: str) -> bytes:
     return hashlib.sha256(key.encode("utf-8")).digest()
 
 
+def key_id(key: str) -> str:
+    """A stable name for an API key in shared stores, which must never hold the key itself."""
+    return _digest(key).hex()[:32]
+
+
 class KeyRing:
     """Resolves API keys to principals.
 

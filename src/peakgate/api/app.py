@@ -14,7 +14,7 @@ from starlette.types import Lifespan
 from peakgate.api.contract import TranslationService
 from peakgate.api.deepl import deepl_operations
 from peakgate.api.documents import DocumentService, document_operations
-from peakgate.api.endpoint import Operation, to_route
+from peakgate.api.endpoint import Operation, to_routes
 from peakgate.api.errors import DEEPL, LIBRE, NATIVE, Dialect, http_error_response
 from peakgate.api.glossaries import GlossaryService, glossary_operations
 from peakgate.api.libre import libre_operations
@@ -40,7 +40,7 @@ def create_app(service: Platform, *, lifespan: Lifespan[Starlette] | None = None
     ]
     document = msgspec.json.encode(openapi_document(operations))  # built once: the routes are fixed
     return Starlette(
-        routes=[*(to_route(op, service.metrics) for op in operations), *websocket_routes(service)],
+        routes=[*to_routes(operations, service.metrics), *websocket_routes(service)],
         exception_handlers={HTTPException: _routing_error},
         lifespan=lifespan,
     )

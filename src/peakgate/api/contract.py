@@ -24,6 +24,15 @@ class Usage:
     character_limit: int  # 0 when unlimited
 
 
+@dataclass(frozen=True, slots=True)
+class Readiness:
+    """What `/readyz` tells a load balancer: take traffic, or send it elsewhere for `retry_after_s`."""
+
+    ready: bool
+    status: str  # "ready", "warming up", or why it is refusing work
+    retry_after_s: float | None = None
+
+
 class TranslationService(Protocol):
     settings: Settings
     metrics: Metrics
@@ -43,10 +52,10 @@ class TranslationService(Protocol):
 
     def languages(self) -> list[Language]: ...
 
-    def usage(self, principal: Principal) -> Usage: ...
+    async def usage(self, principal: Principal) -> Usage: ...
 
-    def ready(self) -> bool:
-        """True once every model has warmed up."""
+    def readiness(self) -> Readiness:
+        """Ready once every model has warmed up, and while interactive work can still make its deadline."""
 
     def add_correction(self, principal: Principal, source_lang: str, target_lang: str, source: str,
                        target: str) -> AddResult:

@@ -17,7 +17,7 @@ from starlette.responses import Response
 from peakgate.api.auth import header_key
 from peakgate.api.bodies import BodyParser, as_segments, json_response, max_body_bytes, source_or_detect
 from peakgate.api.contract import TranslationService
-from peakgate.api.endpoint import Operation, set_served
+from peakgate.api.endpoint import FORM_BODIES, Operation, set_served
 from peakgate.api.errors import DEEPL
 from peakgate.domain import Principal, TranslateRequest
 from peakgate.errors import BadRequest
@@ -126,7 +126,7 @@ def deepl_operations(service: TranslationService) -> list[Operation]:
         ]))
 
     async def usage(request: Request) -> Response:
-        used = service.usage(authenticate(request, await keyed_parser.parse(request)))
+        used = await service.usage(authenticate(request, await keyed_parser.parse(request)))
         return json_response(UsageOut(used.character_count, used.character_limit or _UNLIMITED))
 
     async def languages(request: Request) -> Response:
@@ -141,8 +141,9 @@ def deepl_operations(service: TranslationService) -> list[Operation]:
     both = ("GET", "POST")
     return [
         Operation("/v2/translate", ("POST",), translate, DEEPL, "DeepL-compatible translate", TranslateBody,
-                  TranslateReply, forms=True, auth=True),
-        Operation("/v2/usage", both, usage, DEEPL, "DeepL-compatible usage", Keyed, UsageOut, forms=True, auth=True),
+                  TranslateReply, consumes=FORM_BODIES, auth=True),
+        Operation("/v2/usage", both, usage, DEEPL, "DeepL-compatible usage", Keyed, UsageOut, consumes=FORM_BODIES,
+                  auth=True),
         Operation("/v2/languages", both, languages, DEEPL, "DeepL-compatible languages (type=source|target)",
-                  LanguagesQuery, list[LanguageOut], forms=True, auth=True),
+                  LanguagesQuery, list[LanguageOut], consumes=FORM_BODIES, auth=True),
     ]

@@ -6,31 +6,44 @@ once 'done'. The download answers 503 while the job is still queued or translati
 a visible id is 403. `formality`, `glossary_id` and `glossary_ids` are accepted and ignored, as
 /v2/translate does; `output_format` must name the input's own format (no conversions). Downloading does not
 delete the result: it can be fetched again until the job store is pruned.
+
+Both kinds of job are checked at submission as a synchronous request is (`check_job`: every segment, the language
+pair, the caller's quota) and billed when accepted; a document also gets the `JobsConfig` caps on its bytes and
+segments (413). Input that could only fail later is refused before it is queued.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 import msgspec
 from starlette.datastructures import UploadFile
-from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import Message
 
 from peakgate.api.auth import header_key
-from peakgate.api.bodies import BodyParser, json_response, source_or_detect
+from peakgate.api.bodies import (
+    MULTIPART,
+    BodyParser,
+    json_response,
+    media_type_of,
+    multipart_form,
+    read_capped,
+    source_or_detect,
+)
 from peakgate.api.deepl import base_code
-from peakgate.api.endpoint import Operation
+from peakgate.api.endpoint import FORM_BODIES, UPLOAD, FilePart, Operation
 from peakgate.api.errors import DEEPL, NATIVE
 from peakgate.domain import Principal
 from peakgate.errors import BadRequest, InputTooLarge, NotFound, Rejected, Unauthorized
 from peakgate.jobs.config import JobsConfig
 from peakgate.jobs.formats import DocumentCodec, codec_for, codec_named
 from peakgate.jobs.model import Job, NewJob
-from peakgate.jobs.store import JobStore
+from peakgate.jobs.offload import AsyncJobStore
 from peakgate.observe.metrics import Metrics
 
 _ENVELOPE_BYTES = 64 * 1024  # form fields and boundaries around the file
@@ -38,7 +51,14 @@ _KEY_BODY_BYTES = 64 * 1024
 
 
 class JobProgress(Protocol):
-    def wake(self) -> None: ...
+    @property
+    def store(self) -> AsyncJobStore:
+        """The job store behind a worker thread: its calls block, and a big document's would stall the loop."""
+        ...
+
+    async def submit(self, job: NewJob) -> Job:
+        """Store a job and wake the workers."""
+        ...
 
     def seconds_remaining(self, job: Job) -> int | None: ...
 
@@ -50,15 +70,20 @@ class DocumentService(Protocol):
     def metrics(self) -> Metrics: ...
 
     @property
-    def jobs(self) -> JobStore: ...
-
-    @property
     def job_runner(self) -> JobProgress: ...
 
     @property
     def jobs_config(self) -> JobsConfig: ...
 
     def authenticate(self, key: str | None) -> Principal: ...
+
+    async def check_job(self, segments: Sequence[str], source: str | None, target: str, principal: Principal
+                        ) -> int:
+        """Validate a job at submission as the synchronous endpoints validate a request, and check the
+        caller's quota for it; returns the characters to bill."""
+        ...
+
+    async def bill_job(self, principal: Principal, characters: int) -> None: ...
 
 
 class DocumentNotReady(Rejected):
@@ -72,7 +97,7 @@ class WrongDocumentKey(Unauthorized):
 class DocumentUpload(msgspec.Struct, kw_only=True):
     """The multipart fields of POST /v2/document (for the OpenAPI document; parsed by hand)."""
 
-    file: str  # the file part
+    file: FilePart
     target_lang: str
     source_lang: str | None = None
     filename: str | None = None
@@ -122,58 +147,59 @@ class BatchStatusOut(msgspec.Struct, omit_defaults=True):
     translations: list[str] | None = None  # only once 'done'
 
 
-async def _read_capped(request: Request, max_bytes: int) -> bytes:
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > max_bytes:
-        raise InputTooLarge(f"request body of {declared} bytes is over the {max_bytes}-byte limit")
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > max_bytes:
-            raise InputTooLarge(f"request body is over the {max_bytes}-byte limit")
-        chunks.append(chunk)
-    return b"".join(chunks)
+@dataclass(frozen=True, slots=True)
+class _Upload:
+    """A multipart upload: its text fields, and its `file` part's name, content type and bytes."""
+
+    fields: dict[str, str]
+    name: str | None
+    content_type: str | None
+    data: bytes
 
 
-async def _upload_form(request: Request, max_bytes: int) -> tuple[dict[str, str], str | None, str | None, bytes]:
-    """(text fields, file name, file content type, file bytes) of a multipart upload."""
-    if request.headers.get("content-type", "").partition(";")[0].strip().lower() != "multipart/form-data":
+async def _upload_form(request: Request, max_bytes: int) -> _Upload:
+    if media_type_of(request) != MULTIPART:
         raise BadRequest("upload the document as multipart/form-data with a `file` part")
-    body = await _read_capped(request, max_bytes)
-
-    async def replay() -> Message:  # the capped body, handed back to Starlette's multipart parser
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    try:
-        async with Request(request.scope, replay).form() as form:
-            fields = {k: v for k, v in form.multi_items() if isinstance(v, str)}
-            upload = form.get("file")
-            if not isinstance(upload, UploadFile):
-                raise BadRequest("missing the `file` part: send the document as a multipart file")
-            return fields, upload.filename, upload.content_type, await upload.read()
-    except HTTPException as exc:
-        raise BadRequest(f"malformed multipart body: {exc.detail}") from exc
+    body = await read_capped(request, max_bytes)
+    async with multipart_form(request, body) as form:
+        fields = {k: v for k, v in form.multi_items() if isinstance(v, str)}
+        upload = form.get("file")
+        if not isinstance(upload, UploadFile):
+            raise BadRequest("missing the `file` part: send the document as a multipart file")
+        return _Upload(fields, upload.filename, upload.content_type, await upload.read())
 
 
-def _document_job(fields: dict[str, str], name: str | None, content_type: str | None, data: bytes,
-                  tenant: str) -> NewJob:
-    target = fields.get("target_lang", "").strip()
+def _document_job(upload: _Upload, tenant: str, config: JobsConfig) -> NewJob:
+    target = upload.fields.get("target_lang", "").strip()
     if not target:
         raise BadRequest("missing required field `target_lang`")
-    filename = fields.get("filename") or name
-    codec = codec_for(filename, content_type)
-    wanted = fields.get("output_format")
+    size = len(upload.data)
+    if size > config.max_document_bytes:  # the body cap also leaves room for the form around the file
+        raise InputTooLarge(f"document of {size} bytes is over the {config.max_document_bytes}-byte limit")
+    filename = upload.fields.get("filename") or upload.name
+    codec = codec_for(filename, upload.content_type)
+    wanted = upload.fields.get("output_format")
     if wanted and codec_named(wanted).name != codec.name:
         raise BadRequest(f"cannot convert {codec.name} to {wanted}: output_format must match the input format")
-    source = fields.get("source_lang")
+    segments = tuple(codec.extract(upload.data))
+    if len(segments) > config.max_document_segments:
+        raise InputTooLarge(f"document has {len(segments)} segments; the limit is {config.max_document_segments}")
+    source = upload.fields.get("source_lang")
     return NewJob(tenant=tenant, kind="document", source=source_or_detect(source and base_code(source)),
-                  target=base_code(target), segments=tuple(codec.extract(data)), filename=filename,
-                  format=codec.name, input_data=data)
+                  target=base_code(target), segments=segments, filename=filename, format=codec.name,
+                  input_data=upload.data)
 
 
-def _owned(service: DocumentService, job_id: str, principal: Principal) -> Job:
-    job = service.jobs.get(job_id)
+async def _submit(service: DocumentService, job: NewJob, principal: Principal) -> Job:
+    """Checked and charged as a synchronous request would be, so a queued job does not fail late for its input."""
+    characters = await service.check_job(job.segments, job.source, job.target, principal)
+    created = await service.job_runner.submit(job)
+    await service.bill_job(principal, characters)
+    return created
+
+
+async def _owned(service: DocumentService, job_id: str, principal: Principal) -> Job:
+    job = await service.job_runner.store.get(job_id)
     if job is None or job.tenant != principal.tenant:  # another tenant's job is as good as absent
         raise NotFound(f"document {job_id} not found")
     return job
@@ -197,10 +223,10 @@ def _status_out(service: DocumentService, job: Job) -> DocumentStatusOut:
     return out
 
 
-def _download(service: DocumentService, job: Job) -> Response:
+async def _download(service: DocumentService, job: Job) -> Response:
     if job.status == "error":
         raise BadRequest(f"document translation failed: {job.error_message or 'unknown error'}")
-    output = service.jobs.output(job.id) if job.status == "done" else None
+    output = await service.job_runner.store.output(job.id) if job.status == "done" else None
     if output is None:
         eta = service.job_runner.seconds_remaining(job)
         raise DocumentNotReady("Document not ready", retry_after_s=float(eta) if eta is not None else 5.0)
@@ -210,10 +236,10 @@ def _download(service: DocumentService, job: Job) -> Response:
     return Response(output, media_type=codec.content_type, headers={"Content-Disposition": disposition})
 
 
-def _batch_out(service: DocumentService, job: Job) -> BatchStatusOut:
+async def _batch_out(service: DocumentService, job: Job) -> BatchStatusOut:
     out = BatchStatusOut(job.id, job.status, job.segments_total, job.segments_done, job.billed_characters)
     if job.status == "done":
-        out.translations = [t or "" for t in service.jobs.translations(job.id)]
+        out.translations = [t or "" for t in await service.job_runner.store.translations(job.id)]
     elif job.status == "error":
         out.error_message = job.error_message
     else:
@@ -239,16 +265,17 @@ def document_operations(service: DocumentService) -> list[Operation]:
         header = header_key(request, "DeepL-Auth-Key")
         # A header key is checked before the (large) body is read; a legacy `auth_key` field only after.
         principal = service.authenticate(header) if header else None
-        fields, name, content_type, data = await _upload_form(request, config.max_document_bytes + _ENVELOPE_BYTES)
-        principal = principal or service.authenticate(fields.get("auth_key"))
-        job = service.jobs.create(_document_job(fields, name, content_type, data, principal.tenant))
-        service.job_runner.wake()
+        upload = await _upload_form(request, config.max_document_bytes + _ENVELOPE_BYTES)
+        principal = principal or service.authenticate(upload.fields.get("auth_key"))
+        # Splitting a 20 MB document takes seconds: off the loop, like every other step of a big job.
+        new_job = await asyncio.to_thread(_document_job, upload, principal.tenant, config)
+        job = await _submit(service, new_job, principal)
         return json_response(DocumentHandleOut(job.id, job.key))
 
     async def keyed_job(request: Request) -> Job:
         body = await key_parser.parse(request)
         principal = service.authenticate(header_key(request, "DeepL-Auth-Key") or body.auth_key)
-        job = _owned(service, str(request.path_params["document_id"]), principal)
+        job = await _owned(service, str(request.path_params["document_id"]), principal)
         _check_key(job, body.document_key)
         return job
 
@@ -256,28 +283,30 @@ def document_operations(service: DocumentService) -> list[Operation]:
         return json_response(_status_out(service, await keyed_job(request)))
 
     async def result(request: Request) -> Response:
-        return _download(service, await keyed_job(request))
+        return await _download(service, await keyed_job(request))
 
     async def create_batch(request: Request) -> Response:
         principal = service.authenticate(header_key(request, "Bearer"))
         body = await batch_parser.parse(request)
-        job = service.jobs.create(_batch_job(body, principal.tenant, config.max_batch_segments))
-        service.job_runner.wake()
+        job = await _submit(service, _batch_job(body, principal.tenant, config.max_batch_segments), principal)
         return json_response(BatchCreated(job.id, job.status), status_code=202)
 
     async def batch_status(request: Request) -> Response:
         principal = service.authenticate(header_key(request, "Bearer"))
-        return json_response(_batch_out(service, _owned(service, str(request.path_params["job_id"]), principal)))
+        job = await _owned(service, str(request.path_params["job_id"]), principal)
+        return json_response(await _batch_out(service, job))
 
+    downloads = tuple(codec_named(name).content_type for name in ("txt", "html", "docx"))
     return [
-        Operation("/v2/document", ("POST",), upload, DEEPL, "DeepL-compatible document upload (multipart)",
-                  DocumentUpload, DocumentHandleOut, forms=True, auth=True),
+        Operation("/v2/document", ("POST",), upload, DEEPL, "DeepL-compatible document upload", DocumentUpload,
+                  DocumentHandleOut, consumes=UPLOAD, auth=True),
         Operation("/v2/document/{document_id}", ("POST",), status, DEEPL, "DeepL-compatible document status",
-                  DocumentKeyBody, DocumentStatusOut, forms=True, auth=True),
+                  DocumentKeyBody, DocumentStatusOut, consumes=FORM_BODIES, auth=True),
         Operation("/v2/document/{document_id}/result", ("POST",), result, DEEPL,
-                  "DeepL-compatible document download (503 until done)", DocumentKeyBody, forms=True, auth=True),
+                  "DeepL-compatible document download (503 until done)", DocumentKeyBody, consumes=FORM_BODIES,
+                  produces=downloads, auth=True),
         Operation("/v1/jobs", ("POST",), create_batch, NATIVE, "Queue a batch translation job", BatchBody,
-                  BatchCreated, auth=True),
+                  BatchCreated, statuses=(202,), auth=True),
         Operation("/v1/jobs/{job_id}", ("GET",), batch_status, NATIVE, "Batch job status, with results once done",
                   response=BatchStatusOut, auth=True),
     ]

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Annotated
 
 import msgspec
 from prometheus_client import Counter, Histogram
@@ -29,6 +30,11 @@ _log = logging.getLogger(__name__)
 
 Handler = Callable[[Request], Awaitable[Response]]
 NO_TIER = "none"
+JSON_BODY = ("application/json",)
+FORM_BODIES = ("application/json", "application/x-www-form-urlencoded", "multipart/form-data")
+UPLOAD = ("multipart/form-data",)
+# A multipart part that carries a file, in an Operation's `request` type (OpenAPI 3.1 spells binary so).
+FilePart = Annotated[str, msgspec.Meta(extra_json_schema={"contentMediaType": "application/octet-stream"})]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,8 +45,10 @@ class Operation:
     dialect: Dialect
     summary: str
     request: type[msgspec.Struct] | None = None  # the body / form / query fields it reads
-    response: object = None  # msgspec-typed JSON response body; None for a non-JSON answer
-    forms: bool = False  # also takes form bodies and query fields, not only JSON
+    response: object = None  # msgspec type of the JSON answer (of each event's data in an event stream)
+    consumes: tuple[str, ...] = JSON_BODY  # body media types it takes (GET and DELETE read query fields)
+    produces: tuple[str, ...] = JSON_BODY  # media types it answers in; () for no body at all
+    statuses: tuple[int, ...] = (200,)  # the statuses that answer with that, not with a dialect error
     auth: bool = False
 
 
@@ -52,7 +60,41 @@ def set_served(request: Request, result: TranslateResult) -> None:
     request.state.degraded = result.degraded
 
 
+def to_routes(operations: Iterable[Operation], metrics: Metrics) -> list[Route]:
+    """One route per path, however many operations share it.
+
+    Starlette answers a wrong method with the first route whose path matches, and that route's methods in
+    `Allow`: separate routes for GET and DELETE on one path would hide DELETE from a PUT's 405.
+    """
+    by_path: dict[str, dict[str, Handler]] = {}
+    for operation in operations:
+        endpoint = _endpoint(operation, metrics)
+        handlers = by_path.setdefault(operation.path, {})
+        for method in operation.methods:
+            if method in handlers:
+                raise ValueError(f"{method} {operation.path} is declared twice")
+            handlers[method] = endpoint
+    return [Route(path, _by_method(handlers), methods=list(handlers)) for path, handlers in by_path.items()]
+
+
 def to_route(operation: Operation, metrics: Metrics) -> Route:
+    """A route for one operation alone (apps built from a single module's operations)."""
+    return Route(operation.path, _endpoint(operation, metrics), methods=list(operation.methods))
+
+
+def _by_method(handlers: Mapping[str, Handler]) -> Handler:
+    distinct = set(handlers.values())
+    if len(distinct) == 1:  # the common case: no dispatch on the hot path
+        return distinct.pop()
+
+    async def dispatch(request: Request) -> Response:
+        # The route lets through only these methods, and HEAD (added by Starlette wherever GET is): GET's.
+        return await (handlers.get(request.method) or handlers["GET"])(request)
+
+    return dispatch
+
+
+def _endpoint(operation: Operation, metrics: Metrics) -> Handler:
     # Labelled children cached per (tier, status): prometheus-client's `labels()` costs more than a cache hit.
     children: dict[tuple[str, str], tuple[Counter, Histogram]] = {}
 
@@ -82,4 +124,4 @@ def to_route(operation: Operation, metrics: Metrics) -> Route:
         observe(tier, str(response.status_code), time.perf_counter() - started)
         return response
 
-    return Route(operation.path, endpoint, methods=list(operation.methods))
+    return endpoint

@@ -2,7 +2,8 @@
 
 Statuses are looked up along the exception's MRO, so a new subclass inherits its parent's status until it is
 given one of its own. Every error response is JSON that says what is wrong; `Retry-After` (whole seconds,
-rounded up, at least 1) goes on any error that knows when to retry.
+rounded up, at least 1) goes on any error that knows when to retry, and on every 429 and 503 whatever raised
+it: a dialect may answer 503 for an error class that has no hint of its own (DeepL's BackendError).
 """
 
 from __future__ import annotations
@@ -106,10 +107,18 @@ def retry_after(seconds: float) -> str:
     return str(max(1, math.ceil(seconds)))
 
 
+RETRY_LATER_STATUSES = frozenset({429, 503})
+_DEFAULT_RETRY_AFTER_S = 1.0
+
+
 def error_response(dialect: Dialect, exc: PeakgateError) -> Response:
-    headers = {"Retry-After": retry_after(exc.retry_after_s)} if exc.retry_after_s is not None else None
+    status = status_for(dialect, exc)
+    hint = exc.retry_after_s
+    if hint is None and status in RETRY_LATER_STATUSES:
+        hint = _DEFAULT_RETRY_AFTER_S
+    headers = {"Retry-After": retry_after(hint)} if hint is not None else None
     body = msgspec.json.encode(dialect.body(exc.code, exc.message))
-    return Response(body, status_code=status_for(dialect, exc), headers=headers, media_type=JSON)
+    return Response(body, status_code=status, headers=headers, media_type=JSON)
 
 
 def http_error_response(dialect: Dialect, status: int, message: str) -> Response:

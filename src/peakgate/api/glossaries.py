@@ -19,7 +19,7 @@ from peakgate.api.auth import header_key
 from peakgate.api.bodies import BodyParser, json_response
 from peakgate.api.contract import Language
 from peakgate.api.deepl import Keyed, base_code
-from peakgate.api.endpoint import Operation
+from peakgate.api.endpoint import FORM_BODIES, Operation
 from peakgate.api.errors import DEEPL
 from peakgate.domain import Principal
 from peakgate.errors import UnsupportedPair
@@ -132,16 +132,15 @@ def glossary_operations(service: GlossaryService) -> list[Operation]:
 
     one = "/v2/glossaries/{glossary_id}"
     return [
-        Operation("/v2/glossaries", ("POST",), create, DEEPL, "DeepL-compatible glossary create (201)", CreateBody,
-                  GlossaryOut, forms=True, auth=True),
+        Operation("/v2/glossaries", ("POST",), create, DEEPL, "DeepL-compatible glossary create", CreateBody,
+                  GlossaryOut, consumes=FORM_BODIES, statuses=(201,), auth=True),
         Operation("/v2/glossaries", ("GET",), list_all, DEEPL, "DeepL-compatible glossary list", Keyed, GlossaryList,
-                  forms=True, auth=True),
-        Operation(one, ("GET",), get_one, DEEPL, "DeepL-compatible glossary info", Keyed, GlossaryOut,
-                  forms=True, auth=True),
-        Operation(one, ("DELETE",), delete, DEEPL, "DeepL-compatible glossary delete (204)", Keyed, None,
-                  forms=True, auth=True),
-        Operation(f"{one}/entries", ("GET",), entries, DEEPL, "DeepL-compatible glossary entries (TSV)", Keyed, None,
-                  forms=True, auth=True),
+                  auth=True),
+        Operation(one, ("GET",), get_one, DEEPL, "DeepL-compatible glossary info", Keyed, GlossaryOut, auth=True),
+        Operation(one, ("DELETE",), delete, DEEPL, "DeepL-compatible glossary delete", Keyed, produces=(),
+                  statuses=(204,), auth=True),
+        Operation(f"{one}/entries", ("GET",), entries, DEEPL, "DeepL-compatible glossary entries", Keyed,
+                  produces=(TSV,), auth=True),
         Operation("/v2/glossary-language-pairs", ("GET",), pairs, DEEPL, "DeepL-compatible glossary language pairs",
-                  Keyed, LanguagePairs, forms=True, auth=True),
+                  Keyed, LanguagePairs, auth=True),
     ]

@@ -13,7 +13,7 @@ from starlette.responses import Response
 from peakgate.api.auth import header_key
 from peakgate.api.bodies import BodyParser, as_segments, json_response, max_body_bytes, source_or_detect
 from peakgate.api.contract import TranslationService
-from peakgate.api.endpoint import Operation, set_served
+from peakgate.api.endpoint import FORM_BODIES, Operation, set_served
 from peakgate.api.errors import LIBRE
 from peakgate.api.native import LanguageOut, language_list
 from peakgate.domain import Principal, TranslateRequest
@@ -87,9 +87,9 @@ def libre_operations(service: TranslationService) -> list[Operation]:
 
     return [
         Operation("/translate", ("POST",), translate, LIBRE, "LibreTranslate-compatible translate", TranslateBody,
-                  TranslateReply, forms=True, auth=True),
+                  TranslateReply, consumes=FORM_BODIES, auth=True),
         Operation("/detect", ("POST",), detect, LIBRE, "LibreTranslate-compatible language detection", DetectBody,
-                  list[Detected], forms=True, auth=True),
+                  list[Detected], consumes=FORM_BODIES, auth=True),
         Operation("/languages", ("GET",), languages, LIBRE, "LibreTranslate-compatible languages",
                   response=list[LanguageOut]),
     ]

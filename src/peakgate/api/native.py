@@ -13,7 +13,7 @@ from peakgate.api.auth import header_key
 from peakgate.api.bodies import BodyParser, as_segments, json_response, max_body_bytes, source_or_detect
 from peakgate.api.contract import TranslationService
 from peakgate.api.endpoint import Operation, set_served
-from peakgate.api.errors import NATIVE
+from peakgate.api.errors import NATIVE, retry_after
 from peakgate.domain import TranslateRequest
 from peakgate.errors import BadRequest
 
@@ -112,8 +112,11 @@ def native_operations(service: TranslationService) -> list[Operation]:
         return json_response(Status("ok"))
 
     async def readyz(_request: Request) -> Response:
-        ready = service.ready()
-        return json_response(Status("ready" if ready else "warming up"), 200 if ready else 503)
+        state = service.readiness()
+        response = json_response(Status(state.status), 200 if state.ready else 503)
+        if not state.ready:
+            response.headers["Retry-After"] = retry_after(state.retry_after_s or 1.0)
+        return response
 
     async def metrics(_request: Request) -> Response:
         return Response(service.metrics.render(), media_type=CONTENT_TYPE_LATEST)
@@ -122,10 +125,11 @@ def native_operations(service: TranslationService) -> list[Operation]:
         Operation("/v1/translate", ("POST",), translate, NATIVE, "Translate segments", TranslateBody,
                   TranslateReply, auth=True),
         Operation("/v1/memory", ("POST",), correct, NATIVE, "Add a human translation (correction) to your TM",
-                  CorrectionBody, CorrectionReply, auth=True),
+                  CorrectionBody, CorrectionReply, statuses=(201,), auth=True),
         Operation("/v1/languages", ("GET",), languages, NATIVE, "Languages and their targets",
                   response=list[LanguageOut]),
         Operation("/healthz", ("GET",), healthz, NATIVE, "Liveness", response=Status),
-        Operation("/readyz", ("GET",), readyz, NATIVE, "Readiness: 503 until every model is warm", response=Status),
-        Operation("/metrics", ("GET",), metrics, NATIVE, "Prometheus metrics"),
+        Operation("/readyz", ("GET",), readyz, NATIVE, "Readiness: 503 until every model is warm", response=Status,
+                  statuses=(200, 503)),
+        Operation("/metrics", ("GET",), metrics, NATIVE, "Prometheus metrics", produces=(CONTENT_TYPE_LATEST,)),
     ]

@@ -1,11 +1,15 @@
 """The OpenAPI 3.1 document, generated from the operation table and the msgspec Structs the handlers use.
 
-Built from the same `Operation`s the router serves, so the document cannot drift from the routes.
+Built from the same `Operation`s the router serves, so the document cannot drift from the routes: path
+parameters come from the `{name}`s in the path, answers from the operation's statuses and media types, errors
+from its dialect's status table (each error status with the exceptions that answer it).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
+from http import HTTPStatus
 from types import MappingProxyType
 from typing import Any
 
@@ -13,9 +17,21 @@ import msgspec
 
 from peakgate import __version__
 from peakgate.api.endpoint import Operation
+from peakgate.api.errors import Dialect
+from peakgate.errors import PeakgateError, QuotaExceeded, RateLimited, Unauthorized
 
 _REF = "#/components/schemas/{name}"
-_FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+_JSON = "application/json"
+_SSE = "text/event-stream"
+_QUERY_METHODS = frozenset({"GET", "DELETE"})  # their fields travel in the query string, never a body
+_PATH_PARAMETER = re.compile(r"{(\w+)}")
+# Only a caller with a key meets these: operations without auth never answer them.
+_KEYED_ERRORS: tuple[type[PeakgateError], ...] = (Unauthorized, QuotaExceeded, RateLimited)
+_RETRY_LATER = frozenset({429, 503})
+_RETRY_AFTER: Mapping[str, Any] = MappingProxyType({"Retry-After": {
+    "description": "whole seconds to wait before retrying", "required": True,
+    "schema": {"type": "string", "pattern": "^[0-9]+$"},
+}})
 _SECURITY_SCHEMES: Mapping[str, dict[str, str]] = MappingProxyType({
     "bearer": {"type": "http", "scheme": "bearer"},
     "apiKeyHeader": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
@@ -60,32 +76,75 @@ def _schema_types(operations: Sequence[Operation]) -> list[Any]:
 def _operation(op: Operation, method: str, schema_of: Mapping[Any, Json]) -> Json:
     doc: Json = {
         "summary": op.summary,
-        "operationId": f"{method.lower()}_{op.dialect.name}{op.path.replace('/', '_')}",
-        "responses": {"200": _ok(op, schema_of), "default": {
-            "description": f"error ({op.dialect.name} shape); 429/503 carry Retry-After when known",
-            "content": {"application/json": {"schema": schema_of[op.dialect.schema]}},
-        }},
+        "operationId": re.sub(r"\W+", "_", f"{method}_{op.dialect.name}_{op.path}".lower()).strip("_"),
+        "responses": _answers(op, schema_of) | _errors(op, schema_of[op.dialect.schema]),
     }
     if op.auth:
         doc["security"] = [{name: []} for name in _SECURITY_BY_DIALECT[op.dialect.name]]
-    if op.request is not None and method == "GET":
-        doc["parameters"] = _query_parameters(op.request)
+    parameters = [_parameter(name, "path", required=True) for name in _PATH_PARAMETER.findall(op.path)]
+    if op.request is not None and method in _QUERY_METHODS:
+        parameters += [_parameter(field.encode_name, "query", required=field.required)
+                       for field in msgspec.structs.fields(op.request)]
     elif op.request is not None:
-        media_types = ("application/json", *_FORM_TYPES) if op.forms else ("application/json",)
         schema = schema_of[op.request]
         required = any(field.required for field in msgspec.structs.fields(op.request))
-        doc["requestBody"] = {"required": required, "content": {m: {"schema": schema} for m in media_types}}
+        doc["requestBody"] = {"required": required, "content": {m: {"schema": schema} for m in op.consumes}}
+    if parameters:
+        doc["parameters"] = parameters
     return doc
 
 
-def _ok(op: Operation, schema_of: Mapping[Any, Json]) -> Json:
-    if op.response is None:
-        return {"description": "OK", "content": {"text/plain": {"schema": {"type": "string"}}}}
-    return {"description": "OK", "content": {"application/json": {"schema": schema_of[op.response]}}}
+def _parameter(name: str, where: str, *, required: bool) -> Json:
+    # A path parameter is one segment: Starlette's `{name}` matches no "/".
+    schema = {"type": "string", "pattern": "^[^/]+$"} if where == "path" else {"type": "string"}
+    return {"name": name, "in": where, "required": required, "schema": schema}
 
 
-def _query_parameters(request: type[msgspec.Struct]) -> list[Json]:
-    return [
-        {"name": field.encode_name, "in": "query", "required": field.required, "schema": {"type": "string"}}
-        for field in msgspec.structs.fields(request)
-    ]
+def _answers(op: Operation, schema_of: Mapping[Any, Json]) -> Json:
+    body = {media_type: {"schema": _body_schema(media_type, op, schema_of)} for media_type in op.produces}
+    answers: Json = {}
+    for status in op.statuses:
+        answer: Json = {"description": HTTPStatus(status).phrase}
+        if body:
+            answer["content"] = body
+        if status in _RETRY_LATER:
+            answer["headers"] = dict(_RETRY_AFTER)
+        answers[str(status)] = answer
+    return answers
+
+
+def _body_schema(media_type: str, op: Operation, schema_of: Mapping[Any, Json]) -> Json:
+    typed = schema_of[op.response] if op.response is not None else {}
+    if media_type == _JSON:
+        return typed
+    if media_type == _SSE:
+        # Each event's `data` is one JSON value of the response type; the closing `done` event's is `{}`.
+        data = {"anyOf": [typed, {"type": "object", "maxProperties": 0}]}
+        return {"type": "object", "required": ["event", "data"], "properties": {
+            "event": {"type": "string"},
+            "data": {"type": "string", "contentMediaType": _JSON, "contentSchema": data},
+        }}
+    if media_type.startswith("text/"):
+        return {"type": "string"}
+    return {"type": "string", "contentMediaType": media_type.partition(";")[0]}
+
+
+def _errors(op: Operation, schema: Json) -> Json:
+    return {str(status): _error(op.dialect, status, causes, schema)
+            for status, causes in sorted(_error_causes(op).items()) if status not in op.statuses}
+
+
+def _error_causes(op: Operation) -> dict[int, list[str]]:
+    causes: dict[int, list[str]] = {}
+    for error, status in op.dialect.statuses.items():
+        if op.auth or not issubclass(error, _KEYED_ERRORS):
+            causes.setdefault(status, []).append(error.__name__)
+    return causes
+
+
+def _error(dialect: Dialect, status: int, causes: list[str], schema: Json) -> Json:
+    error: Json = {"description": f"{', '.join(sorted(causes))} ({dialect.name} error shape)",
+                   "content": {_JSON: {"schema": schema}}}
+    if status in _RETRY_LATER:
+        error["headers"] = dict(_RETRY_AFTER)
+    return error

@@ -28,7 +28,7 @@ from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from peakgate.api.auth import header_key
-from peakgate.api.bodies import BodyParser, max_body_bytes
+from peakgate.api.bodies import BodyParser, decode_json, max_body_bytes
 from peakgate.api.contract import TranslationService
 from peakgate.api.endpoint import NO_TIER, Operation, set_served
 from peakgate.api.errors import NATIVE, NativeErrorDetail, status_for
@@ -260,7 +260,7 @@ def stream_operations(service: TranslationService) -> list[Operation]:
 
     return [Operation("/v1/translate/stream", ("POST",), translate_stream, NATIVE,
                       "Translate, streaming the fast tier's result first (Server-Sent Events)", TranslateBody,
-                      auth=True)]
+                      StreamEvent, produces=(SSE,), auth=True)]
 
 
 def _ws_key(ws: WebSocket) -> str | None:
@@ -339,12 +339,7 @@ class Session:
     def _parse(self, text: str | bytes) -> TranslateRequest:
         if len(text) > self._max_bytes:
             raise InputTooLarge(f"message of {len(text)} bytes is over the {self._max_bytes}-byte limit")
-        try:
-            return _to_domain(self._decoder.decode(text))
-        except msgspec.ValidationError as exc:  # a DecodeError subclass: must come first
-            raise BadRequest(f"invalid request: {exc}") from exc
-        except msgspec.DecodeError as exc:
-            raise BadRequest(f"message is not valid JSON: {exc}") from exc
+        return _to_domain(decode_json(self._decoder, text, "message"))
 
     async def _send_error(self, exc: PeakgateError) -> None:
         await self._ws.send_text(msgspec.json.encode(StreamError(exc.message, exc.code)).decode())

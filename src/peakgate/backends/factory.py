@@ -61,6 +61,6 @@ def build_backend(config: ModelConfig, models_dir: Path, outliers: OutlierFactor
                 [pair], timeout_s=config.timeout_s, max_batch_size=config.max_batch_size,
             )
         case "echo":
-            return EchoBackend(config.name, [pair], max_batch_size=config.max_batch_size)
+            return EchoBackend(config.name, [pair], max_batch_size=config.max_batch_size, delay_ms=config.delay_ms)
         case unknown:
             raise ConfigError(f"model {config.name!r} has unknown engine {unknown!r}")

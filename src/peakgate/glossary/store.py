@@ -4,6 +4,9 @@ A tenant only ever sees its own glossaries: another tenant's id answers `NotFoun
 that never existed, so ids cannot be probed. Each create is one transaction, so a failed create (a
 duplicate term, a full disk) leaves nothing behind. Every call opens its own short-lived connection,
 which makes the store safe to call from worker threads (the API runs it off the event loop).
+
+Data at rest: names and terms are sealed with the store's `Sealer`, bound to their glossary id (rows an older
+release wrote in the clear are sealed when the store opens); ids, languages and counts stay readable.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, Protocol
 
+from peakgate.atrest import Sealer
 from peakgate.errors import BadRequest, ConfigError, NotFound, PeakgateError
 from peakgate.glossary.entries import Entry, InvalidEntries
 
@@ -33,11 +37,12 @@ CREATE TABLE IF NOT EXISTS glossaries (
 CREATE INDEX IF NOT EXISTS glossaries_by_tenant ON glossaries (tenant, creation_time);
 CREATE TABLE IF NOT EXISTS entries (
     glossary_id TEXT NOT NULL REFERENCES glossaries (id) ON DELETE CASCADE,
-    position INTEGER NOT NULL, source TEXT NOT NULL, target TEXT NOT NULL,
-    PRIMARY KEY (glossary_id, position), UNIQUE (glossary_id, source)
+    position INTEGER NOT NULL, source BLOB NOT NULL, target BLOB NOT NULL,
+    PRIMARY KEY (glossary_id, position)
 );
 """
 _COLUMNS = "id, name, source_lang, target_lang, creation_time, entry_count"
+_SEALED_SCHEMA = 1  # `PRAGMA user_version` from which every name and term is sealed
 
 
 class GlossaryStoreError(PeakgateError):
@@ -89,18 +94,42 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-def _row(row: tuple[str, str, str, str, str, int]) -> Glossary:
-    return Glossary(*row)
-
-
 class SqliteGlossaryStore:
+    """`sealer` must be the same across restarts for a file that is kept (`stores.open_stores` passes the
+    configured one); the default key lives as long as this object."""
+
     def __init__(self, target: str, *, uri: bool = False, wall: WallClock = utc_now,
-                 max_glossaries: int = MAX_GLOSSARIES) -> None:
+                 max_glossaries: int = MAX_GLOSSARIES, sealer: Sealer | None = None) -> None:
         self._target, self._uri, self._wall, self._max = target, uri, wall, max_glossaries
+        self._sealer = sealer or Sealer.ephemeral()
         # A shared in-memory database lives only while one connection to it is open: keep one.
         self._keeper = self._open() if uri else None
         with self._connection() as conn:
             conn.executescript(_SCHEMA)
+            self._seal_plain_rows(conn)
+
+    def _seal_plain_rows(self, conn: sqlite3.Connection) -> None:
+        if conn.execute("PRAGMA user_version").fetchone()[0] >= _SEALED_SCHEMA:
+            return  # sealed already: no scan of every entry at each start
+        names = conn.execute("SELECT id, name FROM glossaries WHERE typeof(name) = 'text'").fetchall()
+        conn.executemany("UPDATE glossaries SET name = ? WHERE id = ?",
+                         [(self._seal(gid, name), gid) for gid, name in names])
+        terms = conn.execute("SELECT glossary_id, position, source, target FROM entries "
+                             "WHERE typeof(source) = 'text'").fetchall()
+        conn.executemany("UPDATE entries SET source = ?, target = ? WHERE glossary_id = ? AND position = ?",
+                         [(self._seal(gid, s), self._seal(gid, t), gid, pos) for gid, pos, s, t in terms])
+        conn.execute(f"PRAGMA user_version = {_SEALED_SCHEMA}")
+
+    def _seal(self, glossary_id: str, text: str) -> bytes:
+        return self._sealer.seal_text(text, glossary_id.encode())
+
+    def _unseal(self, glossary_id: str, sealed: bytes) -> str:
+        return self._sealer.open_text(sealed, glossary_id.encode())
+
+    def _row(self, row: tuple[str, bytes, str, str, str, int]) -> Glossary:
+        glossary_id, name, source_lang, target_lang, creation_time, entry_count = row
+        return Glossary(glossary_id, self._unseal(glossary_id, name), source_lang, target_lang, creation_time,
+                        entry_count)
 
     def _open(self) -> sqlite3.Connection:
         try:
@@ -108,6 +137,7 @@ class SqliteGlossaryStore:
         except sqlite3.Error as exc:
             raise GlossaryStoreError(f"cannot open the glossary database: {exc}") from exc
         conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA secure_delete = ON")  # text replaced by its sealed form leaves no copy in free pages
         return conn
 
     @contextlib.contextmanager
@@ -131,23 +161,27 @@ class SqliteGlossaryStore:
             raise BadRequest(f"glossary name must be 1 to {MAX_NAME_BYTES} bytes")
         if not entries:
             raise InvalidEntries("glossary has no entries")
+        if len({e.source for e in entries}) != len(entries):  # sealed terms all differ: no UNIQUE can catch it
+            raise InvalidEntries("glossary entries repeat a source term")
         glossary = Glossary(str(uuid.uuid4()), name, source_lang, target_lang, iso_utc(self._wall()), len(entries))
+        gid = glossary.glossary_id
         with self._connection() as conn:
             (count,) = conn.execute("SELECT count(*) FROM glossaries WHERE tenant = ?", (tenant,)).fetchone()
             if count >= self._max:
                 raise TooManyGlossaries(f"at most {self._max} glossaries per account: delete one first")
             conn.execute(f"INSERT INTO glossaries (tenant, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                         (tenant, glossary.glossary_id, name, source_lang, target_lang,
-                          glossary.creation_time, glossary.entry_count))
+                         (tenant, gid, self._seal(gid, name), source_lang, target_lang, glossary.creation_time,
+                          glossary.entry_count))
             conn.executemany("INSERT INTO entries VALUES (?, ?, ?, ?)",
-                             ((glossary.glossary_id, i, e.source, e.target) for i, e in enumerate(entries)))
+                             ((gid, i, self._seal(gid, e.source), self._seal(gid, e.target))
+                              for i, e in enumerate(entries)))
         return glossary
 
     def glossaries(self, tenant: str) -> list[Glossary]:
         with self._connection() as conn:
             rows = conn.execute(f"SELECT {_COLUMNS} FROM glossaries WHERE tenant = ? ORDER BY creation_time, rowid",
                                 (tenant,)).fetchall()
-        return [_row(r) for r in rows]
+        return [self._row(r) for r in rows]
 
     def get(self, tenant: str, glossary_id: str) -> Glossary:
         with self._connection() as conn:
@@ -155,14 +189,14 @@ class SqliteGlossaryStore:
                                (tenant, glossary_id)).fetchone()
         if row is None:
             raise GlossaryNotFound(f"glossary {glossary_id!r} not found")
-        return _row(row)
+        return self._row(row)
 
     def entries(self, tenant: str, glossary_id: str) -> tuple[Entry, ...]:
         self.get(tenant, glossary_id)  # ownership first: an empty answer must not mean "someone else's"
         with self._connection() as conn:
             rows = conn.execute("SELECT source, target FROM entries WHERE glossary_id = ? ORDER BY position",
                                 (glossary_id,)).fetchall()
-        return tuple(Entry(s, t) for s, t in rows)
+        return tuple(Entry(self._unseal(glossary_id, s), self._unseal(glossary_id, t)) for s, t in rows)
 
     def delete(self, tenant: str, glossary_id: str) -> None:
         with self._connection() as conn:
@@ -177,14 +211,14 @@ class SqliteGlossaryStore:
 
 
 def build_glossary_store(kind: GlossaryStoreKind, path: Path | str | None = None, *,
-                         wall: WallClock = utc_now) -> GlossaryStore:
+                         wall: WallClock = utc_now, sealer: Sealer | None = None) -> GlossaryStore:
     """`sqlite` keeps glossaries in the file at `path`; `memory` keeps them for this process only (tests, dev)."""
     match kind:
         case "sqlite":
             if path is None:
                 raise ConfigError("the sqlite glossary store needs a path")
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-            return SqliteGlossaryStore(str(path), wall=wall)
+            return SqliteGlossaryStore(str(path), wall=wall, sealer=sealer)
         case "memory":
             return SqliteGlossaryStore(f"file:glossaries-{uuid.uuid4().hex}?mode=memory&cache=shared", uri=True,
-                                       wall=wall)
+                                       wall=wall, sealer=sealer)

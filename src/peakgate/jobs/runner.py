@@ -4,6 +4,10 @@ Each chunk is one `translate` call followed by one durable commit (`JobStore.sav
 crashing loses at most the chunk in flight. Between chunks the runner asks `should_pause()` (the service wires
 it to interactive load) and, while it says yes, sleeps on the Clock: background work yields, it is not dropped.
 
+Running jobs take turns chunk by chunk (`FairQueue`), so one tenant's huge document does not hold up every
+other job; each tenant has at most `max_active_jobs_per_tenant` in the rotation. Every store call runs off the
+event loop (`AsyncJobStore`).
+
 Failures: `Rejected` and `BackendError` are transient (retried with capped exponential backoff, honouring
 `retry_after_s`, for as long as it takes); any other error fails the job with its message.
 """
@@ -20,9 +24,12 @@ from peakgate.clock import Clock
 from peakgate.domain import Principal, TranslateRequest, TranslateResult
 from peakgate.errors import BackendError, PeakgateError, Rejected
 from peakgate.jobs.config import JobsConfig
+from peakgate.jobs.fair import FairQueue
 from peakgate.jobs.formats import DocumentCodec, codec_named
-from peakgate.jobs.model import TERMINAL, Job
+from peakgate.jobs.model import TERMINAL, Job, NewJob
+from peakgate.jobs.offload import AsyncJobStore, Offload
 from peakgate.jobs.store import JobStore, JobStoreError
+from peakgate.jobs.trim import TRIM_AFTER_SEGMENTS, release_freed_memory
 
 _log = logging.getLogger(__name__)
 
@@ -75,8 +82,10 @@ class Throughput:
 
 class JobRunner:
     def __init__(self, store: JobStore, translate: Translate, clock: Clock, *, config: JobsConfig | None = None,
-                 should_pause: PauseCheck = _never, codecs: CodecLookup = codec_named) -> None:
-        self._store = store
+                 should_pause: PauseCheck = _never, codecs: CodecLookup = codec_named,
+                 offload: Offload = asyncio.to_thread) -> None:
+        self._sync = store
+        self.store = AsyncJobStore(store, offload)  # for async callers (the HTTP handlers too)
         self._translate = translate
         self._clock = clock
         self._config = config or JobsConfig()
@@ -84,68 +93,86 @@ class JobRunner:
         self._codecs = codecs
         self._wakeup = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
+        self._active = FairQueue()
+        self._claimed_at: float | None = None  # when the workers last looked for queued jobs
         self.throughput = Throughput(self._config.throughput_smoothing)
 
     async def start(self) -> int:
         """Re-queue what a previous process left half done, then start the workers; returns jobs recovered."""
         if self._tasks:
             return 0  # already running: recovering now would re-queue our own jobs in flight
-        recovered = self._store.recover()
+        recovered = await self.store.recover()
         if recovered:
             _log.info("resuming %d unfinished job(s)", recovered)
+        self._claimed_at = None
         self._tasks = [asyncio.create_task(self._work(), name=f"job-worker-{i}")
                        for i in range(self._config.workers)]
         return recovered
 
     async def close(self) -> None:
-        """Stop the workers; a job in flight goes back to the queue with its finished chunks kept.
-
-        If the store itself fails mid-job, that job stays 'translating' until the next `start()` recovers it.
-        """
+        """Stop the workers (a chunk in flight is cancelled) and put every running job back in the queue with
+        its finished chunks kept. If that is cut short, or the store fails, the jobs stay 'translating' until
+        the next `start()` recovers them."""
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
+        for job in self._active.drain():
+            await self.store.release(job.id)
 
     def wake(self) -> None:
-        """A job was queued: idle workers look now instead of at their next poll."""
+        """A job was queued: workers look for it now instead of at their next poll."""
         self._wakeup.set()
+
+    async def submit(self, job: NewJob) -> Job:
+        """Store a new job (off the event loop) and wake the workers for it."""
+        created = await self.store.create(job)
+        self.wake()
+        return created
 
     def seconds_remaining(self, job: Job) -> int | None:
         """From measured throughput; None when finished or before the first chunk was measured."""
         return None if job.status in TERMINAL else self.throughput.seconds_for(job.segments_left)
 
     async def run_next(self) -> Job | None:
-        """Claim and run one queued job to its end; None when the queue is empty."""
-        job = self._store.claim_next()
-        return None if job is None else await self.run_job(job)
-
-    async def run_job(self, job: Job) -> Job:
+        """Claim one queued job and run it to its end on its own, outside the rotation; None when none is queued."""
+        job = await self.store.claim_next()
+        if job is None:
+            return None
         try:
-            await self._translate_all(job)
-            return self._store.finish(job.id, self._output(job))
+            while (ended := await self._step(job)) is None:
+                pass
         except asyncio.CancelledError:
-            self._store.release(job.id)
+            await self.store.release(job.id)
             raise
-        except JobStoreError:
-            raise  # the database is failing: recording the error would fail too
-        except PeakgateError as exc:
-            _log.info("job %s failed: %s", job.id, exc.message)
-            return self._store.fail(job.id, exc.message)
-        except Exception:
-            _log.exception("job %s failed unexpectedly", job.id)
-            return self._store.fail(job.id, "internal error while translating the document")
+        return ended
 
-    async def _translate_all(self, job: Job) -> None:
-        while pending := self._store.pending(job.id, self._config.chunk_segments):
+    async def _step(self, job: Job) -> Job | None:
+        """One chunk of `job`; the job as finished or failed when it ended, None while it has more to do."""
+        try:
+            pending = await self.store.pending(job.id, self._config.chunk_segments)
+            if not pending:
+                output = await self.store.run(lambda: self._output(job))
+                if output is not None and job.segments_total >= TRIM_AFTER_SEGMENTS:
+                    await self.store.run(release_freed_memory)
+                return await self.store.finish(job.id, output)
             await self._wait_while_paused()
             texts = [text for _, text in pending]
             started = self._clock.now()
             translations = await self._translate_chunk(job, texts)
             self.throughput.observe(len(texts), self._clock.now() - started)
             billed = sum(len(text) for text in texts)
-            self._store.save_chunk(job.id, [(idx, t) for (idx, _), t in zip(pending, translations, strict=True)],
-                                   billed)
+            await self.store.save_chunk(job.id, [(i, t) for (i, _), t in zip(pending, translations, strict=True)],
+                                        billed)
+            return None
+        except JobStoreError:
+            raise  # the database is failing: recording the error would fail too
+        except PeakgateError as exc:
+            _log.info("job %s failed: %s", job.id, exc.message)
+            return await self.store.fail(job.id, exc.message)
+        except Exception:
+            _log.exception("job %s failed unexpectedly", job.id)
+            return await self.store.fail(job.id, "internal error while translating the document")
 
     async def _wait_while_paused(self) -> None:
         while self._should_pause():
@@ -171,24 +198,50 @@ class JobRunner:
         return min(self._config.retry_max_s, max(exponential, retry_after_s or 0.0))
 
     def _output(self, job: Job) -> bytes | None:
+        """The translated document; blocking (whole-document reads and a rebuild), so it runs off the loop."""
         if job.kind != "document" or job.format is None:
             return None  # batch results are read segment by segment
-        data = self._store.input_data(job.id)
-        translations = self._store.translations(job.id)
+        data = self._sync.input_data(job.id)
+        translations = self._sync.translations(job.id)
         if data is None or any(t is None for t in translations):
             raise JobFailed("the job's stored input is incomplete")
         return self._codecs(job.format).rebuild(data, [t for t in translations if t is not None])
 
     async def _work(self) -> None:
         while True:
-            self._wakeup.clear()
-            try:
-                job = await self.run_next()
-            except JobStoreError:
-                _log.exception("job store failed; retrying after the idle poll")
-                job = None
+            await self._claim_if_due()
+            job = self._active.take()
             if job is None:
                 await self._idle()
+                continue
+            try:
+                ended = await self._step(job)
+            except JobStoreError:
+                _log.exception("job store failed; job %s waits for the next start-up", job.id)
+                self._active.remove(job)
+                await self._idle()
+                continue
+            if ended is None:
+                self._active.put_back(job)
+            else:
+                self._active.remove(job)
+                self.wake()  # a place in the rotation is free: claim the next queued job
+
+    async def _claim_if_due(self) -> None:
+        """Bring queued jobs into the rotation: when woken, else once per idle poll (jobs other processes
+        queued), so claiming costs nothing per chunk."""
+        now = self._clock.now()
+        woken = self._wakeup.is_set()
+        if not woken and self._claimed_at is not None and now - self._claimed_at < self._config.idle_poll_s:
+            return
+        self._wakeup.clear()
+        self._claimed_at = now
+        try:
+            while job := await self.store.claim_next(
+                    self._active.full_tenants(self._config.max_active_jobs_per_tenant)):
+                self._active.add(job)
+        except JobStoreError:
+            _log.exception("job store failed while claiming; retrying after the idle poll")
 
     async def _idle(self) -> None:
         sleeper = asyncio.ensure_future(self._clock.sleep(self._config.idle_poll_s))

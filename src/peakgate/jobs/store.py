@@ -1,13 +1,21 @@
 """The job store seam: a small protocol and the embedded SQLite default.
 
-Durability model: every call is one short transaction. Source segments are written with the job, and each
-translated chunk is committed by `save_chunk` together with the job's progress counters, so a crash loses at
-most the chunk that was in flight, and `pending` never hands out a segment that already has a translation.
-The input document lives as a blob in the database (one file to back up; documents are capped by
-`JobsConfig.max_document_bytes`).
+Durability model: every call is one short transaction. Each translated chunk is committed by `save_chunk`
+together with the job's progress counters, so a crash loses at most the chunk that was in flight, and `pending`
+never hands out a segment that already has a translation. The input and output documents live as blobs in the
+database (one file to back up; documents are capped by `JobsConfig.max_document_bytes`).
 
-`recover()` is meant for a single node: it re-queues every 'translating' job, which is only right when no other
-process is running jobs from the same database.
+Cost per call does not grow with the document: `pending` reads the untranslated segments through a partial
+index (translated rows leave it), progress lives in counters, the documents sit in a table of their own (in the
+job's row, every progress update rewrote the whole input), and `create` and `translations` work in pages,
+each page its own short hold of the connection. A job is 'loading' (invisible to every call) until `create`
+has written all its pages.
+
+Data at rest: segment text, translations and the input and output documents are sealed with the store's
+`Sealer`, bound to their job id; ids, counters, languages and timestamps stay readable.
+
+`recover()` is meant for a single node at start-up: it re-queues every 'translating' job and drops every
+half-loaded one, which is only right when no other process is running or creating jobs in the same database.
 """
 
 from __future__ import annotations
@@ -16,16 +24,20 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from itertools import islice
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
+from peakgate.atrest import Sealer
 from peakgate.errors import PeakgateError
 from peakgate.jobs.config import JobsConfig
 from peakgate.jobs.model import Job, NewJob
 
 WallClock = Callable[[], float]
+_T = TypeVar("_T")
+PAGE_ROWS = 10_000  # segments per `create` transaction and per `translations` read
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -38,8 +50,6 @@ CREATE TABLE IF NOT EXISTS jobs (
     target TEXT NOT NULL,
     filename TEXT,
     format TEXT,
-    input BLOB,
-    output BLOB,
     billed_characters INTEGER NOT NULL DEFAULT 0,
     segments_total INTEGER NOT NULL,
     segments_done INTEGER NOT NULL DEFAULT 0,
@@ -51,13 +61,21 @@ CREATE INDEX IF NOT EXISTS jobs_queue ON jobs (status, created_at);
 CREATE TABLE IF NOT EXISTS segments (
     job_id TEXT NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
     idx INTEGER NOT NULL,
-    source TEXT NOT NULL,
-    target TEXT,
+    source BLOB NOT NULL,
+    target BLOB,
     PRIMARY KEY (job_id, idx)
 ) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS segments_pending ON segments (job_id, idx) WHERE target IS NULL;
+CREATE TABLE IF NOT EXISTS files (
+    job_id TEXT NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+    kind TEXT NOT NULL,  -- 'input' or 'output'
+    data BLOB NOT NULL,
+    PRIMARY KEY (job_id, kind)
+);
 """
 _JOB_COLUMNS = ("id, key, tenant, kind, status, source, target, filename, format, billed_characters, "
                 "segments_total, segments_done, error_message, created_at, updated_at")
+_WAL_LIMIT_BYTES = 64 * 1024 * 1024  # the WAL file shrinks back to this after a checkpoint
 
 
 class JobStoreError(PeakgateError):
@@ -68,13 +86,13 @@ class JobStoreError(PeakgateError):
 
 class JobStore(Protocol):
     def create(self, job: NewJob) -> Job:
-        """Persist a queued job and its source segments in one transaction."""
+        """Persist a queued job and its source segments; visible only once every segment is written."""
         ...
 
     def get(self, job_id: str) -> Job | None: ...
 
-    def claim_next(self) -> Job | None:
-        """Atomically move the oldest queued job to 'translating' and return it; None when none is queued."""
+    def claim_next(self, exclude_tenants: Collection[str] = ()) -> Job | None:
+        """Atomically move the oldest queued job (of a tenant not excluded) to 'translating' and return it."""
         ...
 
     def pending(self, job_id: str, limit: int) -> list[tuple[int, str]]:
@@ -109,9 +127,16 @@ class JobStore(Protocol):
 
 
 class SqliteJobStore:
-    def __init__(self, path: Path | str, *, wall: WallClock = time.time) -> None:
+    """One connection, shared by whichever threads call (the runner calls from worker threads).
+
+    `sealer` must be the same across restarts for a file that is kept (`stores.open_stores` passes the
+    configured one); the default key lives as long as this object.
+    """
+
+    def __init__(self, path: Path | str, *, wall: WallClock = time.time, sealer: Sealer | None = None) -> None:
         self._wall = wall
-        self._lock = threading.Lock()  # one connection shared by the loop and any worker thread
+        self._sealer = sealer or Sealer.ephemeral()
+        self._lock = threading.Lock()
         try:
             # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE), never implicit.
             self._db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
@@ -119,6 +144,7 @@ class SqliteJobStore:
             self._db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process crashes
             self._db.execute("PRAGMA foreign_keys=ON")
             self._db.execute("PRAGMA busy_timeout=5000")
+            self._db.execute(f"PRAGMA journal_size_limit={_WAL_LIMIT_BYTES}")
             self._db.executescript(_SCHEMA)
         except sqlite3.Error as exc:
             raise JobStoreError(f"cannot open job database {path}: {exc}") from exc
@@ -137,27 +163,49 @@ class SqliteJobStore:
             except sqlite3.Error as exc:
                 raise JobStoreError(f"job database error: {exc}") from exc
 
+    def _read(self, query: Callable[[sqlite3.Connection], _T]) -> _T:
+        with self._lock:
+            try:
+                return query(self._db)
+            except sqlite3.Error as exc:
+                raise JobStoreError(f"job database error: {exc}") from exc
+
     def create(self, job: NewJob) -> Job:
         job_id, now = str(uuid.uuid4()), self._wall()
+        context = job_id.encode()
+        sealed_input = None if job.input_data is None else self._sealer.seal(job.input_data, context)
         with self._tx() as db:
             db.execute(
-                "INSERT INTO jobs (id, key, tenant, kind, status, source, target, filename, format, input, "
-                "segments_total, created_at, updated_at) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO jobs (id, key, tenant, kind, status, source, target, filename, format, "
+                "segments_total, created_at, updated_at) VALUES (?, ?, ?, ?, 'loading', ?, ?, ?, ?, ?, ?, ?)",
                 (job_id, uuid.uuid4().hex, job.tenant, job.kind, job.source, job.target, job.filename, job.format,
-                 job.input_data, len(job.segments), now, now),
+                 len(job.segments), now, now),
             )
-            db.executemany("INSERT INTO segments (job_id, idx, source) VALUES (?, ?, ?)",
-                           ((job_id, i, text) for i, text in enumerate(job.segments)))
-            return _load(db, job_id)
+            if sealed_input is not None:
+                db.execute("INSERT INTO files (job_id, kind, data) VALUES (?, 'input', ?)", (job_id, sealed_input))
+        try:
+            rows = ((job_id, i, self._sealer.seal_text(text, context)) for i, text in enumerate(job.segments))
+            for page in _pages(rows, PAGE_ROWS):  # sealed before the lock is taken, written in one transaction
+                with self._tx() as db:
+                    db.executemany("INSERT INTO segments (job_id, idx, source) VALUES (?, ?, ?)", page)
+            with self._tx() as db:
+                db.execute("UPDATE jobs SET status = 'queued' WHERE id = ?", (job_id,))
+                return _load(db, job_id)
+        except BaseException:
+            with self._tx() as db:
+                db.execute("DELETE FROM jobs WHERE id = ?", (job_id,))
+            raise
 
     def get(self, job_id: str) -> Job | None:
-        with self._lock:
-            return _find(self._db, job_id)
+        return self._read(lambda db: _find(db, job_id))
 
-    def claim_next(self) -> Job | None:
+    def claim_next(self, exclude_tenants: Collection[str] = ()) -> Job | None:
+        excluded = tuple(exclude_tenants)
         with self._tx() as db:
-            row = db.execute("SELECT id FROM jobs WHERE status = 'queued' ORDER BY created_at, rowid LIMIT 1")
-            found = row.fetchone()
+            found = db.execute(
+                "SELECT id FROM jobs WHERE status = 'queued' AND tenant NOT IN "
+                f"({', '.join('?' * len(excluded))}) ORDER BY created_at, rowid LIMIT 1", excluded,
+            ).fetchone()
             if found is None:
                 return None
             db.execute("UPDATE jobs SET status = 'translating', updated_at = ? WHERE id = ?",
@@ -165,30 +213,40 @@ class SqliteJobStore:
             return _load(db, found[0])
 
     def pending(self, job_id: str, limit: int) -> list[tuple[int, str]]:
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT idx, source FROM segments WHERE job_id = ? AND target IS NULL ORDER BY idx LIMIT ?",
-                (job_id, limit),
-            )
-            return [(int(idx), str(source)) for idx, source in rows]
+        # Only untranslated rows are in the partial index. The planner would pick the primary key instead (it
+        # covers the query), which walks every translated row first: a cost growing with the job's progress.
+        rows = self._read(lambda db: db.execute(
+            "SELECT idx, source FROM segments INDEXED BY segments_pending WHERE job_id = ? AND target IS NULL "
+            "ORDER BY idx LIMIT ?",
+            (job_id, limit)).fetchall())
+        context = job_id.encode()
+        return [(int(idx), self._sealer.open_text(source, context)) for idx, source in rows]
 
     def save_chunk(self, job_id: str, translations: Sequence[tuple[int, str]], billed_characters: int) -> Job:
+        context = job_id.encode()
+        sealed = [(self._sealer.seal_text(text, context), job_id, idx) for idx, text in translations]
         with self._tx() as db:
             saved = 0
-            for idx, text in translations:
+            for row in sealed:
                 # `target IS NULL` makes a replayed chunk a no-op instead of double-counting progress.
-                cur = db.execute("UPDATE segments SET target = ? WHERE job_id = ? AND idx = ? AND target IS NULL",
-                                 (text, job_id, idx))
-                saved += cur.rowcount
+                saved += db.execute("UPDATE segments SET target = ? WHERE job_id = ? AND idx = ? AND target IS NULL",
+                                    row).rowcount
             billed = billed_characters if saved else 0
             db.execute("UPDATE jobs SET segments_done = segments_done + ?, billed_characters = billed_characters + ?,"
                        " updated_at = ? WHERE id = ?", (saved, billed, self._wall(), job_id))
             return _load(db, job_id)
 
     def translations(self, job_id: str) -> list[str | None]:
-        with self._lock:
-            rows = self._db.execute("SELECT target FROM segments WHERE job_id = ? ORDER BY idx", (job_id,))
-            return [None if target is None else str(target) for (target,) in rows]
+        context = job_id.encode()
+        out: list[str | None] = []
+        while page := self._targets(job_id, len(out)):  # indices run 0..n-1: the next page starts at len(out)
+            out.extend(None if target is None else self._sealer.open_text(target, context) for (target,) in page)
+        return out
+
+    def _targets(self, job_id: str, start: int) -> list[tuple[bytes | None]]:
+        return self._read(lambda db: db.execute(
+            "SELECT target FROM segments WHERE job_id = ? AND idx >= ? ORDER BY idx LIMIT ?",
+            (job_id, start, PAGE_ROWS)).fetchall())
 
     def input_data(self, job_id: str) -> bytes | None:
         return self._blob("input", job_id)
@@ -196,15 +254,20 @@ class SqliteJobStore:
     def output(self, job_id: str) -> bytes | None:
         return self._blob("output", job_id)
 
-    def _blob(self, column: str, job_id: str) -> bytes | None:
-        with self._lock:
-            row = self._db.execute(f"SELECT {column} FROM jobs WHERE id = ?", (job_id,)).fetchone()
-            return None if row is None or row[0] is None else bytes(row[0])
+    def _blob(self, kind: str, job_id: str) -> bytes | None:
+        row = self._read(lambda db: db.execute(
+            "SELECT data FROM files JOIN jobs ON jobs.id = files.job_id "
+            "WHERE job_id = ? AND files.kind = ? AND status != 'loading'", (job_id, kind)).fetchone())
+        return None if row is None else self._sealer.open(row[0], job_id.encode())
 
     def finish(self, job_id: str, output: bytes | None) -> Job:
+        sealed = None if output is None else self._sealer.seal(output, job_id.encode())
         with self._tx() as db:
-            db.execute("UPDATE jobs SET status = 'done', output = ?, error_message = NULL, updated_at = ? "
-                       "WHERE id = ?", (output, self._wall(), job_id))
+            db.execute("UPDATE jobs SET status = 'done', error_message = NULL, updated_at = ? WHERE id = ?",
+                       (self._wall(), job_id))
+            if sealed is not None:
+                db.execute("INSERT OR REPLACE INTO files (job_id, kind, data) VALUES (?, 'output', ?)",
+                           (job_id, sealed))
             return _load(db, job_id)
 
     def fail(self, job_id: str, message: str) -> Job:
@@ -220,6 +283,7 @@ class SqliteJobStore:
 
     def recover(self) -> int:
         with self._tx() as db:
+            db.execute("DELETE FROM jobs WHERE status = 'loading'")  # a create the crash cut short
             cur = db.execute("UPDATE jobs SET status = 'queued', updated_at = ? WHERE status = 'translating'",
                              (self._wall(),))
             return cur.rowcount
@@ -229,8 +293,14 @@ class SqliteJobStore:
             self._db.close()
 
 
+def _pages(rows: Iterable[_T], size: int) -> Iterator[list[_T]]:
+    iterator = iter(rows)
+    while page := list(islice(iterator, size)):
+        yield page
+
+
 def _find(db: sqlite3.Connection, job_id: str) -> Job | None:
-    row = db.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone()
+    row = db.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id = ? AND status != 'loading'", (job_id,)).fetchone()
     return None if row is None else Job(*row)
 
 
@@ -241,11 +311,12 @@ def _load(db: sqlite3.Connection, job_id: str) -> Job:
     return job
 
 
-def open_store(config: JobsConfig, path: Path | None, *, wall: WallClock = time.time) -> JobStore:
+def open_store(config: JobsConfig, path: Path | None, *, wall: WallClock = time.time,
+               sealer: Sealer | None = None) -> JobStore:
     """The factory, keyed by `config.backend`; `path` as `Settings.store_path` resolved it (None: in memory)."""
     if config.backend == "sqlite":
         if path is None:
-            return SqliteJobStore(":memory:", wall=wall)
+            return SqliteJobStore(":memory:", wall=wall, sealer=sealer)
         path.parent.mkdir(parents=True, exist_ok=True)
-        return SqliteJobStore(path, wall=wall)
+        return SqliteJobStore(path, wall=wall, sealer=sealer)
     raise JobStoreError(f"unknown job store backend {config.backend!r}")  # unreachable while the Literal holds

@@ -33,6 +33,9 @@ class Metrics:
                                registry=r)
         self.rejected = Counter("peakgate_rejected_total", "Requests refused by admission", ["reason", "priority"],
                                 registry=r)
+        self.shed_probes = Counter("peakgate_shed_probes_total",
+                                   "Requests let through as probes after a class was refused for a probe interval",
+                                   ["priority"], registry=r)
         self.backend_errors = Counter("peakgate_backend_errors_total", "Engine failures", ["model", "kind"],
                                       registry=r)
         self.segments_served = Counter(

@@ -13,6 +13,7 @@ from enum import IntEnum
 
 from peakgate.clock import Clock
 from peakgate.config import ModelConfig, PriorityClass
+from peakgate.errors import Overloaded
 from peakgate.resilience.settings import LadderConfig
 
 HEADER = "X-Peakgate-Degraded"
@@ -24,6 +25,11 @@ class Level(IntEnum):
     L2 = 2
     L3 = 3
     CACHE_ONLY = 4
+
+
+class CacheOnlyRefusal(Overloaded):
+    """Batch work refused at CACHE_ONLY. The ladder's own doing, so not counted against the SLO it reads: were
+    it counted, the refusals would hold the burn rate up and the ladder at CACHE_ONLY long after the surge."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,14 +42,16 @@ class OverloadGuard:
         self._classes = classes
         self._clock = clock
         self._metrics = metrics
-        self.tracker = LoadTracker(clock)
+        self.tracker = LoadTracker(clock, wait_half_life_s=config.shedding.wait_half_life_s)
         self.breakers = Breakers(config.breaker, clock, on_transition=self._breaker_moved)
         self.ladder = Ladder(config.ladder, clock, on_change=self._level_moved)
         self.retries = RetryBudget(config.retry, clock)  # fallbacks along a tier are retries: no retry storms
         self._slo = TimeWindow(config.slo_window_s)
+        self._slo_short = TimeWindow(config.slo_short_window_s)
         self._task: asyncio.Task[None] | None = None
         self._shed_queued = shed_queued
         self._queue_shed_at: dict[PriorityClass, float] = {}
+        self._refused_since: dict[PriorityClass, float] = {}  # start of each class's current run of refusals
 
     @property
     def degradation(self) -> Degradation:
@@ -65,12 +67,24 @@ class OverloadGuard:
         ctx = self.tracker.context(priority, service_time_ms, self._classes, self._config.shedding,
                                    min_drain_per_s=capacity_per_s, deadline_ms=deadline_ms)
         decision = shedding.decide(ctx)
-        if decision.shed:
-            self._metrics.rejected.labels("shed", priority).inc()
-            self.record(good=False)
-            if decision.starved or decision.late_drain_per_s is not None:
-                self._shed_behind(priority, decision)
-            raise decision.error()
+        if not decision.shed or self._probe(priority):
+            self._refused_since.pop(priority, None)
+            return
+        self._metrics.rejected.labels("shed", priority).inc()
+        self.record(good=False)
+        if decision.starved or decision.late_drain_per_s is not None:
+            self._shed_behind(priority, decision)
+        raise decision.error()
+
+    def _probe(self, priority: PriorityClass) -> bool:
+        """A class refused for a whole `probe_interval_s` lets one request through (a breaker's half-open), so
+        its numbers are measured again rather than predicted from what a surge left behind."""
+        now = self._clock.now()
+        since = self._refused_since.setdefault(priority, now)
+        if now - since < self._config.shedding.probe_interval_s:
+            return False
+        self._metrics.shed_probes.labels(priority).inc()
+        return True
 
     def _shed_behind(self, priority: PriorityClass, decision: shedding.ShedDecision) -> None:
         """Work of the class admitted before it fell behind would wait out its deadline: fail it now, at most
@@ -106,15 +120,32 @@ class OverloadGuard:
 
     def record(self, *, good: bool) -> None:
         """One request's outcome against the SLO (answered within its deadline, or not)."""
-        self._slo.add(self._clock.now(), failed=not good)
+        now = self._clock.now()
+        self._slo.add(now, failed=not good)
+        self._slo_short.add(now, failed=not good)
 
     def signals(self) -> tuple[float, float]:
-        """(SLO burn rate, interactive queue wait in ms) for the ladder: burn 1.0 spends the budget exactly."""
-        counts = self._slo.counts(self._clock.now())
-        budget = max(1e-9, 1.0 - self._config.slo_target)
-        burn = counts.failure_rate / budget if counts.total >= self._config.slo_min_requests else 0.0
+        """(SLO burn rate, interactive queue wait in ms) for the ladder: burn 1.0 spends the budget exactly.
+
+        The burn is the lower of the long and the short window's (SRE multiwindow): both must burn to climb,
+        and the short one cooling lets the ladder start down seconds after a surge, not once the long window
+        has forgotten it.
+        """
+        burn = min(self._burn(self._slo), self._burn(self._slo_short))
         top = self.tracker.load(PRIORITY_ORDER[0], self._classes[PRIORITY_ORDER[0]])
         return burn, max(top.ewma_wait_ms, top.oldest_wait_ms)
+
+    def _burn(self, window: TimeWindow) -> float:
+        counts = window.counts(self._clock.now())
+        budget = max(1e-9, 1.0 - self._config.slo_target)
+        return counts.failure_rate / budget if counts.total >= self._config.slo_min_requests else 0.0
+
+    def interactive_late_ms(self) -> float | None:
+        """The interactive class's observed wait when it has reached that class's deadline (nothing more
+        critical can be served in time: readiness says so), else None."""
+        top = PRIORITY_ORDER[0]
+        wait_ms = self.signals()[1]
+        return wait_ms if wait_ms >= self._classes[top].deadline_ms else None
 
     def start(self) -> None:
         if self._task is None:

@@ -5,6 +5,7 @@ The scheduler reports enqueue / dequeue / completion; admission asks `context(..
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from itertools import count
 
@@ -17,19 +18,28 @@ from peakgate.resilience.window import TimeWindow
 
 class LoadTracker:
     """Depth, oldest wait, EWMA wait, arrival and completion rates per class, plus the total completion rate
-    over `drain_window_s`."""
+    over `drain_window_s`.
 
-    def __init__(self, clock: Clock, *, wait_alpha: float = 0.2, drain_window_s: float = 10.0) -> None:
+    The EWMA wait halves every `wait_half_life_s` without a new sample: it is only fed when a request is
+    served, so once a surge sheds everything a frozen average would go on shedding everything for good.
+    """
+
+    def __init__(self, clock: Clock, *, wait_alpha: float = 0.2, drain_window_s: float = 10.0,
+                 wait_half_life_s: float = 2.0) -> None:
         if not 0 < wait_alpha <= 1:
             raise ValueError("wait_alpha must be in (0, 1]")
+        if wait_half_life_s <= 0:
+            raise ValueError("wait_half_life_s must be > 0")
         self._clock = clock
         self._alpha = wait_alpha
+        self._half_life_s = wait_half_life_s
         self._drain_window_s = drain_window_s
         self._completions = TimeWindow(drain_window_s)
         self._arrivals = {c: TimeWindow(drain_window_s) for c in PRIORITY_ORDER}
         self._done = {c: TimeWindow(drain_window_s) for c in PRIORITY_ORDER}
         self._queued: dict[PriorityClass, dict[int, float]] = {c: {} for c in PRIORITY_ORDER}
         self._ewma_ms: dict[PriorityClass, float] = dict.fromkeys(PRIORITY_ORDER, 0.0)
+        self._ewma_at: dict[PriorityClass, float] = dict.fromkeys(PRIORITY_ORDER, clock.now())
         self._tokens = count()
 
     def enqueued(self, cls: PriorityClass) -> int:
@@ -45,8 +55,16 @@ class LoadTracker:
         enqueued_at = self._queued[cls].pop(token, None)
         if enqueued_at is None or not served:
             return
-        wait_ms = (self._clock.now() - enqueued_at) * 1000.0
-        self._ewma_ms[cls] += self._alpha * (wait_ms - self._ewma_ms[cls])
+        now = self._clock.now()
+        wait_ms = (now - enqueued_at) * 1000.0
+        ewma = self.ewma_wait_ms(cls)
+        self._ewma_ms[cls] = ewma + self._alpha * (wait_ms - ewma)
+        self._ewma_at[cls] = now
+
+    def ewma_wait_ms(self, cls: PriorityClass) -> float:
+        """The smoothed wait, decayed by the time since its last sample."""
+        age_s = self._clock.now() - self._ewma_at[cls]
+        return self._ewma_ms[cls] * math.exp2(-max(0.0, age_s) / self._half_life_s)
 
     def completed(self, requests: int = 1, cls: PriorityClass | None = None) -> None:
         now = self._clock.now()
@@ -64,8 +82,8 @@ class LoadTracker:
         now = self._clock.now()
         arrivals = self._arrivals[cls].counts(now).total / self._drain_window_s
         done = self._done[cls].counts(now).total / self._drain_window_s
-        return ClassLoad(len(queued), oldest, self._ewma_ms[cls], sla.max_queue_wait_ms, sla.deadline_ms, arrivals,
-                         done)
+        return ClassLoad(len(queued), oldest, self.ewma_wait_ms(cls), sla.max_queue_wait_ms, sla.deadline_ms,
+                         arrivals, done)
 
     def context(
         self,

@@ -109,6 +109,9 @@ class SheddingConfig(_Frozen):
     `deadline_headroom` of its deadline (its own, when tighter than its class's): the prediction runs short
     when costlier work (beam search) or more critical arrivals get ahead, and a queue that settles at the
     deadline itself misses it for every request the estimate got wrong.
+
+    Recovery: observed waits fade with `wait_half_life_s` once no request is served, and a class refused for
+    `probe_interval_s` admits one request as a probe (a breaker's half-open), so fresh evidence replaces stale.
     """
 
     batch_protect_fraction: float = Field(default=0.5, gt=0)
@@ -117,6 +120,8 @@ class SheddingConfig(_Frozen):
     client_share_for_429: float = Field(default=0.5, gt=0, le=1)
     min_retry_after_s: float = Field(default=1.0, gt=0)
     max_retry_after_s: float = Field(default=300.0, gt=0)
+    wait_half_life_s: float = Field(default=2.0, gt=0)
+    probe_interval_s: float = Field(default=1.0, gt=0)
 
 
 class LadderConfig(_Frozen):
@@ -131,10 +136,11 @@ class LadderConfig(_Frozen):
     burn_rate_exit: float = Field(default=2.0, ge=0)
     queue_wait_enter_ms: float = Field(default=400.0, gt=0)
     queue_wait_exit_ms: float = Field(default=100.0, ge=0)
-    # Climb fast, descend slowly: a holiday surge arrives in minutes, so each step up needs only a few seconds
-    # of sustained pressure; stepping down needs a long quiet spell under the lower exit thresholds.
+    # Climb fast, descend more slowly: a holiday surge arrives in minutes, so each step up needs only a few
+    # seconds of sustained pressure; stepping down needs a quiet spell under the lower exit thresholds, short
+    # enough that the whole ladder is walked down in under a minute once the surge has passed.
     enter_for_s: float = Field(default=3.0, ge=0)
-    exit_for_s: float = Field(default=60.0, ge=0)
+    exit_for_s: float = Field(default=10.0, ge=0)
     min_dwell_s: float = Field(default=5.0, ge=0)
     max_level: int = Field(default=4, ge=0, le=4)  # 4 = CACHE_ONLY; 3 stops at L3
     light_tier: str = "tiny"
@@ -153,6 +159,7 @@ class ResilienceConfig(_Frozen):
     # `slo_window_s`; burn rate 1.0 spends the error budget exactly, the ladder climbs at `burn_rate_enter`.
     slo_target: float = Field(default=0.99, gt=0, lt=1)
     slo_window_s: float = Field(default=60.0, gt=0)
+    slo_short_window_s: float = Field(default=5.0, gt=0)  # the multiwindow's short one: climbing needs both
     slo_min_requests: int = Field(default=20, ge=1)
     breaker: BreakerConfig = BreakerConfig()
     outlier: OutlierConfig = OutlierConfig()

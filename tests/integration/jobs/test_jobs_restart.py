@@ -12,6 +12,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from peakgate.atrest import Sealer
+from peakgate.atrest.sealer import decode_key
 from peakgate.clock import MonotonicClock
 from peakgate.jobs.config import JobsConfig
 from peakgate.jobs.formats import codec_named
@@ -19,6 +21,8 @@ from peakgate.jobs.model import Job, NewJob
 from peakgate.jobs.runner import JobRunner
 from peakgate.jobs.store import SqliteJobStore
 
+KEY = Sealer.new_key_text()  # every store on the file, in this process and the child, seals with it
+SEALER = Sealer(decode_key(KEY))
 LINES = 120
 CONFIG = JobsConfig(chunk_segments=8, idle_poll_s=0.05)
 DOCUMENT = "\n".join(f"line number {i}" if i % 10 else "" for i in range(LINES)).encode()
@@ -26,6 +30,8 @@ EXPECTED = "\n".join(f"LINE NUMBER {i}" if i % 10 else "" for i in range(LINES))
 
 _CHILD = """
 import asyncio, sys
+from peakgate.atrest import Sealer
+from peakgate.atrest.sealer import decode_key
 from peakgate.clock import MonotonicClock
 from peakgate.jobs.config import JobsConfig
 from peakgate.jobs.runner import JobRunner
@@ -36,7 +42,8 @@ async def slow_upper(segments, source, target, tenant):
     return [s.upper() for s in segments]
 
 async def main():
-    runner = JobRunner(SqliteJobStore(sys.argv[1]), slow_upper, MonotonicClock(),
+    store = SqliteJobStore(sys.argv[1], sealer=Sealer(decode_key(sys.argv[2])))
+    runner = JobRunner(store, slow_upper, MonotonicClock(),
                        config=JobsConfig(chunk_segments=8, idle_poll_s=0.05))
     await runner.start()
     await asyncio.sleep(60)  # killed long before this
@@ -79,7 +86,7 @@ async def _until(store: SqliteJobStore, job: Job, done_at_least: int, timeout_s:
 
 
 async def _finish_with_runner_b(path: Path, job: Job) -> tuple[Recorder, Job]:
-    store_b = SqliteJobStore(path)
+    store_b = SqliteJobStore(path, sealer=SEALER)
     recorder = Recorder(0.0)
     runner_b = JobRunner(store_b, recorder, MonotonicClock(), config=CONFIG)
     await runner_b.start()
@@ -96,7 +103,7 @@ async def _finish_with_runner_b(path: Path, job: Job) -> tuple[Recorder, Job]:
 
 async def test_cancelled_runner_leaves_the_job_for_the_next_one(tmp_path: Path) -> None:
     path = tmp_path / "jobs.db"
-    store_a = SqliteJobStore(path)
+    store_a = SqliteJobStore(path, sealer=SEALER)
     job = _submit(store_a)
     recorder_a = Recorder(0.02)
     runner_a = JobRunner(store_a, recorder_a, MonotonicClock(), config=CONFIG)
@@ -116,10 +123,10 @@ async def test_cancelled_runner_leaves_the_job_for_the_next_one(tmp_path: Path) 
 
 async def test_killed_process_is_recovered_by_the_next_runner(tmp_path: Path) -> None:
     path = tmp_path / "jobs.db"
-    store = SqliteJobStore(path)
+    store = SqliteJobStore(path, sealer=SEALER)
     job = _submit(store)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    child = await asyncio.create_subprocess_exec(sys.executable, "-c", _CHILD, str(path), env=env)
+    child = await asyncio.create_subprocess_exec(sys.executable, "-c", _CHILD, str(path), KEY, env=env)
     try:
         partial = await _until(store, job, done_at_least=24)
     finally:

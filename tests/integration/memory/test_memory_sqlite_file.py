@@ -8,14 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from bench._common import default_dev_path
 from peakgate.clock import FakeClock
 from peakgate.memory import ImportProgress, TmConfig, TmEntry, TmxError, TranslationMemory, build_memory
 
-DEV_CANDIDATES = (
-    Path(__file__).resolve().parents[3] / "shared" / "data" / "dev.en-es.tsv",
-    Path(__file__).resolve().parents[4] / "shared" / "data" / "dev.en-es.tsv",
-)
-DEV = next((p for p in DEV_CANDIDATES if p.is_file()), DEV_CANDIDATES[-1])
+DEV = default_dev_path()
 needs_dev = pytest.mark.skipif(not DEV.is_file(), reason=f"dev set {DEV} is missing")
 NOW = datetime(2026, 5, 6, 7, 8, 9, tzinfo=UTC)
 

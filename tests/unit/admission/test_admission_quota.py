@@ -43,3 +43,20 @@ def test_reset_starts_a_new_period() -> None:
     quotas.reset()
     assert quotas.usage("k") == (0, 10)
     quotas.check("k", 10)
+
+
+def test_a_count_billed_elsewhere_adds_to_the_local_one() -> None:
+    quotas = Quotas((KeyConfig(key="k", tenant="t", quota_chars=100),))
+    quotas.record("k", 30)
+    assert quotas.refusal("k", 10, billed_elsewhere=60) is None
+    refusal = quotas.refusal("k", 11, billed_elsewhere=60)
+    assert refusal is not None and (refusal.used, refusal.limit) == (90, 100)
+
+
+def test_drain_takes_every_count_and_leaves_zero() -> None:
+    quotas = Quotas((KeyConfig(key="k", tenant="t", quota_chars=100),))
+    quotas.record("k", 30)
+    quotas.record(None, 4)
+    assert quotas.drain() == {"k": 30, None: 4}
+    assert quotas.drain() == {}
+    assert quotas.usage("k") == (0, 100)

@@ -6,23 +6,31 @@ Translation upper-cases each segment; `fail_with` makes `translate` raise; keys 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from starlette.testclient import TestClient
 
 from peakgate.api.app import create_app
-from peakgate.api.contract import Language, Usage
+from peakgate.api.contract import Language, Readiness, Usage
 from peakgate.config import Settings
 from peakgate.domain import Principal, TranslateRequest, TranslateResult, Translation
 from peakgate.errors import BadRequest, PeakgateError, Unauthorized, UnsupportedPair
 from peakgate.glossary import GlossaryStore, build_glossary_store
 from peakgate.jobs.config import JobsConfig
-from peakgate.jobs.model import Job
+from peakgate.jobs.model import Job, NewJob
+from peakgate.jobs.offload import AsyncJobStore
 from peakgate.jobs.store import JobStore, SqliteJobStore
 from peakgate.memory import AddResult
 from peakgate.observe.metrics import Metrics
 
+T = TypeVar("T")
 GOOD_KEY = "good-key"
+
+
+async def _inline(call: Callable[[], T]) -> T:
+    return call()  # the unit tests' store is in memory: no thread needed
 LANGUAGES = (Language("en", "English", ("es",)), Language("es", "Spanish", ("en",)))
 
 
@@ -44,10 +52,23 @@ class FakeService:
 
     @property
     def job_runner(self) -> FakeService:
-        return self  # the routes only wake the runner and ask for an estimate
+        return self  # the routes only submit, read the store and ask for an estimate
 
-    def wake(self) -> None:
-        return None
+    @property
+    def store(self) -> AsyncJobStore:
+        return AsyncJobStore(self.jobs, _inline)
+
+    async def submit(self, job: NewJob) -> Job:
+        return self.jobs.create(job)
+
+    async def check_job(self, segments: Sequence[str], source: str | None, target: str, principal: Principal
+                        ) -> int:
+        if target not in {t for lang in LANGUAGES for t in lang.targets}:
+            raise UnsupportedPair(f"no model translates into {target!r}")
+        return sum(len(s) for s in segments)
+
+    async def bill_job(self, principal: Principal, characters: int) -> None:
+        self.character_count += characters
 
     def seconds_remaining(self, job: Job) -> int | None:
         return None
@@ -87,11 +108,11 @@ class FakeService:
     def languages(self) -> list[Language]:
         return list(LANGUAGES)
 
-    def usage(self, principal: Principal) -> Usage:
+    async def usage(self, principal: Principal) -> Usage:
         return Usage(self.character_count, self.character_limit)
 
-    def ready(self) -> bool:
-        return self.is_ready
+    def readiness(self) -> Readiness:
+        return Readiness(True, "ready") if self.is_ready else Readiness(False, "warming up")
 
 
 def client(service: FakeService) -> TestClient:

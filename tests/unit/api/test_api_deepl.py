@@ -75,10 +75,11 @@ def test_bad_key_is_403(headers: dict[str, str]) -> None:
 
 @pytest.mark.parametrize(("error", "status", "retry_after"), [
     (RateLimited("slow down", retry_after_s=1.5), 429, "2"),
-    (QuotaExceeded("quota spent"), 456, None),
+    (QuotaExceeded("quota spent"), 456, "3600"),
     (Overloaded("busy", retry_after_s=0.01), 503, "1"),
     (DeadlineExceeded("too late", retry_after_s=3.0), 503, "3"),
-    (EngineCrashed("engine died"), 503, None),
+    (DeadlineExceeded("too late"), 503, "1"),  # raised without a hint (the scheduler's own deadline)
+    (EngineCrashed("engine died"), 503, "1"),  # DeepL answers 503 for engine errors: every 503 says when
     (InputTooLarge("too big"), 413, None),
 ])
 def test_error_statuses_follow_deepl(error: Exception, status: int, retry_after: str | None) -> None:

@@ -17,7 +17,7 @@ from peakgate.api.documents import document_operations
 from peakgate.api.endpoint import to_route
 from peakgate.clock import FakeClock
 from peakgate.domain import Principal
-from peakgate.errors import Unauthorized, UnsupportedPair
+from peakgate.errors import InputTooLarge, PeakgateError, QuotaExceeded, Unauthorized, UnsupportedPair
 from peakgate.jobs.config import JobsConfig
 from peakgate.jobs.runner import JobRunner
 from peakgate.jobs.store import SqliteJobStore
@@ -39,12 +39,26 @@ async def upper(segments: Sequence[str], source: str | None, target: str, tenant
 @dataclass
 class FakeDocService:
     jobs: SqliteJobStore
-    jobs_config: JobsConfig = field(default_factory=lambda: JobsConfig(max_document_bytes=4096, max_batch_segments=3))
+    jobs_config: JobsConfig = field(default_factory=lambda: JobsConfig(
+        max_document_bytes=65_536, max_batch_segments=3, max_document_segments=5))
     metrics: Metrics = field(default_factory=Metrics)
     job_runner: JobRunner = field(init=False)
+    refuse: PeakgateError | None = None  # what check_job raises
+    checked: list[tuple[tuple[str, ...], str | None, str, str]] = field(default_factory=list)
+    billed: int = 0
 
     def __post_init__(self) -> None:
         self.job_runner = JobRunner(self.jobs, upper, FakeClock(), config=self.jobs_config)
+
+    async def check_job(self, segments: Sequence[str], source: str | None, target: str, principal: Principal
+                        ) -> int:
+        self.checked.append((tuple(segments), source, target, principal.tenant))
+        if self.refuse is not None:
+            raise self.refuse
+        return sum(len(s) for s in segments)
+
+    async def bill_job(self, principal: Principal, characters: int) -> None:
+        self.billed += characters
 
     def authenticate(self, key: str | None) -> Principal:
         tenants = {GOOD_KEY: "test", OTHER_KEY: "other"}
@@ -218,3 +232,57 @@ def test_status_estimates_seconds_remaining_once_throughput_is_measured(http: Te
     status = http.post(f"/v2/document/{handle['document_id']}", json={"document_key": handle["document_key"]},
                        headers=AUTH).json()
     assert status == {"document_id": handle["document_id"], "status": "queued", "seconds_remaining": 2}
+
+
+def test_uploads_and_batch_jobs_are_checked_and_billed_at_submission(http: TestClient,
+                                                                     service: FakeDocService) -> None:
+    _upload(http, "a.txt", b"one\n\ntwo\n", source_lang="EN-GB")
+    created = http.post("/v1/jobs", json={"segments": ["x", "yz"], "target": "ES"}, headers=BEARER)
+    assert created.status_code == 202
+    assert service.checked == [(("one", "two"), "en", "es", "test"), (("x", "yz"), None, "es", "test")]
+    assert service.billed == 6 + 3
+
+
+@pytest.mark.parametrize(("refusal", "document_status", "batch_status"), [
+    (QuotaExceeded("character quota for this billing period exhausted"), 456, 402),
+    (InputTooLarge("segment 0 has 100000 characters; the limit is 5000"), 413, 413),
+    (UnsupportedPair("no model serves en->xx"), 400, 400),
+])
+def test_a_refused_job_is_neither_queued_nor_billed(http: TestClient, service: FakeDocService,
+                                                    refusal: PeakgateError, document_status: int,
+                                                    batch_status: int) -> None:
+    service.refuse = refusal
+    document = http.post("/v2/document", files={"file": ("a.txt", b"hello")}, data={"target_lang": "ES"},
+                         headers=AUTH)
+    assert document.status_code == document_status and document.json()["message"] == refusal.message
+    batch = http.post("/v1/jobs", json={"segments": ["hello"], "target": "es"}, headers=BEARER)
+    assert batch.status_code == batch_status and batch.json()["error"]["message"] == refusal.message
+    assert service.jobs.claim_next() is None and service.billed == 0
+
+
+@pytest.mark.parametrize(("data", "fragment"), [
+    (b"x" * 65_537, "document of 65537 bytes is over the 65536-byte limit"),
+    (b"1\n2\n3\n4\n5\n6\n", "document has 6 segments; the limit is 5"),
+], ids=["bytes", "segments"])
+def test_documents_over_the_caps_are_413_at_submission(http: TestClient, service: FakeDocService, data: bytes,
+                                                       fragment: str) -> None:
+    reply = http.post("/v2/document", files={"file": ("a.txt", data)}, data={"target_lang": "ES"}, headers=AUTH)
+    assert reply.status_code == 413 and reply.json() == {"message": fragment}
+    assert service.jobs.claim_next() is None
+
+
+def test_invalid_utf8_in_an_upload_field_is_a_400(http: TestClient, service: FakeDocService) -> None:
+    reply = http.post("/v2/document", files={"file": ("a.txt", b"hello"), "target_lang": (None, b"E\xffS")},
+                      headers=AUTH)
+    assert reply.status_code == 400
+    assert reply.json()["message"].startswith("field `target_lang` is not valid UTF-8")
+    assert service.jobs.claim_next() is None
+
+
+def test_deeply_nested_job_json_is_a_400(http: TestClient) -> None:
+    body = b'{"segments": ["a"], "target": "es", "x": ' + b"[" * 10_000 + b"]" * 10_000 + b"}"
+    reply = http.post("/v1/jobs", content=body, headers={**BEARER, "Content-Type": "application/json"})
+    assert reply.status_code == 400 and reply.json()["error"]["message"] == "request body is nested too deeply"
+    status = http.post("/v2/document/any", content=b'{"x": ' + b"[" * 10_000 + b"]" * 10_000 + b"}",
+                       headers={**AUTH, "Content-Type": "application/json"})
+    assert status.status_code == 400 and status.json()["message"] == "request body is nested too deeply"

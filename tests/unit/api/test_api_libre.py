@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from api_fakes import GOOD_KEY, FakeService, client
 
-from peakgate.errors import EngineCrashed, InputTooLarge, Overloaded, RateLimited
+from peakgate.errors import DeadlineExceeded, EngineCrashed, InputTooLarge, Overloaded, QuotaExceeded, RateLimited
 
 
 def test_translate_json_with_source() -> None:
@@ -62,6 +62,8 @@ def test_bad_key_is_403() -> None:
 @pytest.mark.parametrize(("error", "status", "retry_after"), [
     (RateLimited("slow down", retry_after_s=4.0), 429, "4"),
     (Overloaded("busy", retry_after_s=1.0), 503, "1"),
+    (DeadlineExceeded("too late"), 503, "1"),
+    (QuotaExceeded("quota spent"), 429, "3600"),  # LibreTranslate's 429 for any limit, quota too
     (EngineCrashed("engine died"), 500, None),
     (InputTooLarge("too long"), 400, None),
 ])

@@ -95,13 +95,13 @@ def test_translate_bad_key_is_401(headers: dict[str, str]) -> None:
     (RateLimited("slow down", retry_after_s=0.2), 429, "1"),
     (RateLimited("slow down", retry_after_s=2.1), 429, "3"),
     (Overloaded("busy", retry_after_s=5.0), 503, "5"),
-    (DeadlineExceeded("too late"), 504, None),
-    (QuotaExceeded("quota spent"), 402, None),
+    (DeadlineExceeded("too late"), 504, "1"),  # every Rejected carries a hint, wherever it was raised
+    (QuotaExceeded("quota spent"), 402, "3600"),
     (InputTooLarge("too big"), 413, None),
     (NotFound("no such thing"), 404, None),
     (EngineCrashed("engine died"), 502, None),
     (BackendError("engine failed"), 502, None),
-    (Unavailable("no engine up"), 503, None),
+    (Unavailable("no engine up"), 503, "1"),
     (PeakgateError("unexpected"), 500, None),
 ])
 def test_translate_error_statuses(error: PeakgateError, status: int, retry_after: str | None) -> None:

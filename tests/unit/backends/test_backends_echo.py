@@ -42,3 +42,20 @@ async def test_refuses_pairs_it_was_not_given() -> None:
 def test_needs_a_pair() -> None:
     with pytest.raises(ConfigError):
         EchoBackend("echo", [])
+
+
+async def test_delay_holds_each_batch_on_the_injected_clock() -> None:
+    import asyncio
+
+    from peakgate.clock import FakeClock
+
+    clock = FakeClock()
+    echo = EchoBackend("echo", [("en", "es")], delay_ms=200, clock=clock)
+    await echo.start()
+    call = asyncio.create_task(echo.translate_batch(["a", "b"], "en", "es", DecodeOptions()))
+    await asyncio.sleep(0)
+    clock.advance(0.199)
+    await asyncio.sleep(0)
+    assert not call.done()
+    clock.advance(0.001)
+    assert await call == ["a", "b"]

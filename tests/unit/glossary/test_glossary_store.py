@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from peakgate.atrest import Sealer
 from peakgate.errors import BadRequest, ConfigError, NotFound
 from peakgate.glossary import (
     Entry,
@@ -85,7 +86,7 @@ def test_unknown_id_is_not_found(store: GlossaryStore) -> None:
 
 
 def test_a_failed_create_writes_nothing(store: GlossaryStore) -> None:
-    # Duplicates that slipped past parsing hit the UNIQUE constraint midway: the whole create rolls back.
+    # Duplicates that slipped past parsing are refused before anything is written.
     with pytest.raises(InvalidEntries):
         store.create("acme", "Broken", "en", "es", [Entry("a", "1"), Entry("b", "2"), Entry("a", "3")])
     assert store.glossaries("acme") == []
@@ -109,8 +110,9 @@ def test_glossary_count_is_capped_per_tenant(tmp_path: Path) -> None:
 
 def test_sqlite_file_persists_and_cascades_entries(tmp_path: Path, wall: Wall) -> None:
     path = tmp_path / "g.sqlite3"
-    made = build_glossary_store("sqlite", path, wall=wall).create("acme", "Kept", "en", "es", ENTRIES)
-    reopened = build_glossary_store("sqlite", path)
+    sealer = Sealer.ephemeral()  # the reopened store needs the same key
+    made = build_glossary_store("sqlite", path, wall=wall, sealer=sealer).create("acme", "Kept", "en", "es", ENTRIES)
+    reopened = build_glossary_store("sqlite", path, sealer=sealer)
     assert reopened.entries("acme", made.glossary_id) == ENTRIES
     reopened.delete("acme", made.glossary_id)
     with sqlite3.connect(path) as conn:
@@ -134,3 +136,36 @@ def test_sqlite_needs_a_path() -> None:
 def test_iso_utc_converts_to_utc_with_milliseconds() -> None:
     plus_two = timezone(timedelta(hours=2))
     assert iso_utc(datetime(2026, 1, 2, 5, 0, 0, 999999, tzinfo=plus_two)) == "2026-01-02T03:00:00.999Z"
+
+
+def test_names_and_terms_are_sealed_at_rest(tmp_path: Path) -> None:
+    path = tmp_path / "g.sqlite3"
+    sealer = Sealer.ephemeral()
+    store = build_glossary_store("sqlite", path, sealer=sealer)
+    made = store.create("acme", "Contacts of alice@example.com", "en", "es",
+                        [Entry("alice@example.com", "+1 415 555 0100")])
+    raw = b"".join(p.read_bytes() for p in tmp_path.iterdir())
+    assert b"alice" not in raw and b"415 555" not in raw
+    assert store.get("acme", made.glossary_id).name == "Contacts of alice@example.com"
+    assert store.entries("acme", made.glossary_id) == (Entry("alice@example.com", "+1 415 555 0100"),)
+
+
+def test_rows_an_older_release_wrote_in_the_clear_are_sealed_on_open(tmp_path: Path) -> None:
+    path = tmp_path / "g.sqlite3"
+    with sqlite3.connect(path) as conn:  # the previous schema, as that release wrote it
+        conn.executescript("""
+            CREATE TABLE glossaries (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, name TEXT NOT NULL,
+                source_lang TEXT NOT NULL, target_lang TEXT NOT NULL, creation_time TEXT NOT NULL,
+                entry_count INTEGER NOT NULL);
+            CREATE TABLE entries (glossary_id TEXT NOT NULL REFERENCES glossaries (id) ON DELETE CASCADE,
+                position INTEGER NOT NULL, source TEXT NOT NULL, target TEXT NOT NULL,
+                PRIMARY KEY (glossary_id, position), UNIQUE (glossary_id, source));
+            INSERT INTO glossaries VALUES ('g1', 'acme', 'Old alice', 'en', 'es', '2026-01-01T00:00:00.000Z', 1);
+            INSERT INTO entries VALUES ('g1', 0, 'alice@example.com', 'Alicia');
+        """)
+    conn.close()
+    store = build_glossary_store("sqlite", path)
+    assert store.get("acme", "g1").name == "Old alice"
+    assert store.entries("acme", "g1") == (Entry("alice@example.com", "Alicia"),)
+    store.close()
+    assert b"alice" not in path.read_bytes()  # nor in a freed page

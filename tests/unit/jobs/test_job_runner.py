@@ -1,22 +1,35 @@
-"""JobRunner on a FakeClock: chunks, pause/resume, transient retries, permanent failures, resume after restart."""
+"""JobRunner on a FakeClock: chunks, pause/resume, retries, failures, resume after restart, turns across jobs
+and tenants, store calls off the loop."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
+from peakgate.atrest import Sealer
 from peakgate.clock import FakeClock
 from peakgate.domain import Principal, TranslateRequest, TranslateResult, Translation
 from peakgate.errors import BadRequest, EngineCrashed, Overloaded, UnsupportedPair
+from peakgate.jobs import runner as runner_module
 from peakgate.jobs.config import JobsConfig
 from peakgate.jobs.model import Job, NewJob
 from peakgate.jobs.runner import JobRunner, via_pipeline
 from peakgate.jobs.store import SqliteJobStore
+from peakgate.jobs.trim import release_freed_memory
 
+T = TypeVar("T")
+SEALER = Sealer.ephemeral()  # one key for every store on the same file
 CONFIG = JobsConfig(chunk_segments=2, retry_initial_s=1.0, retry_max_s=4.0, pause_poll_s=0.5, idle_poll_s=10.0)
+
+
+async def inline(call: Callable[[], T]) -> T:
+    """Store calls run on the loop, in step with the FakeClock (the server runs them on worker threads)."""
+    return call()
 
 
 class FakeTranslate:
@@ -48,7 +61,7 @@ async def settle(until: Callable[[], bool] = lambda: False, rounds: int = 200) -
 
 
 def _store(tmp_path: Path) -> SqliteJobStore:
-    return SqliteJobStore(tmp_path / "jobs.db")
+    return SqliteJobStore(tmp_path / "jobs.db", sealer=SEALER)
 
 
 def _job(store: SqliteJobStore, n: int = 5) -> Job:
@@ -65,7 +78,7 @@ def _status(store: SqliteJobStore, job: Job) -> str:
 async def test_runs_a_job_in_chunks_and_estimates_the_rest(tmp_path: Path) -> None:
     store, clock = _store(tmp_path), FakeClock()
     translate = FakeTranslate(clock, clock_cost_s=1.0)
-    runner = JobRunner(store, translate, clock, config=CONFIG)
+    runner = JobRunner(store, translate, clock, config=CONFIG, offload=inline)
     job = _job(store)
     assert runner.seconds_remaining(job) is None  # nothing measured yet
     done = await runner.run_next()
@@ -79,7 +92,7 @@ async def test_runs_a_job_in_chunks_and_estimates_the_rest(tmp_path: Path) -> No
 
 async def test_background_workers_pick_up_woken_jobs_and_close_cleanly(tmp_path: Path) -> None:
     store, clock = _store(tmp_path), FakeClock()
-    runner = JobRunner(store, FakeTranslate(clock), clock, config=CONFIG)
+    runner = JobRunner(store, FakeTranslate(clock), clock, config=CONFIG, offload=inline)
     assert await runner.start() == 0
     job = _job(store)
     runner.wake()
@@ -92,7 +105,7 @@ async def test_pauses_between_chunks_while_interactive_load_is_high(tmp_path: Pa
     store, clock = _store(tmp_path), FakeClock()
     translate = FakeTranslate(clock, clock_cost_s=0.0)
     busy = [False]
-    runner = JobRunner(store, translate, clock, config=CONFIG, should_pause=lambda: busy[0])
+    runner = JobRunner(store, translate, clock, config=CONFIG, should_pause=lambda: busy[0], offload=inline)
     job = _job(store, 4)
     translate.gate = asyncio.Event()
     task = asyncio.create_task(runner.run_next())
@@ -115,7 +128,7 @@ async def test_transient_failures_are_retried_with_backoff(tmp_path: Path) -> No
     store, clock = _store(tmp_path), FakeClock()
     translate = FakeTranslate(clock, failures=[Overloaded("slow", retry_after_s=3.0), EngineCrashed("boom"),
                                                Overloaded("busy", retry_after_s=100.0)])
-    runner = JobRunner(store, translate, clock, config=CONFIG)
+    runner = JobRunner(store, translate, clock, config=CONFIG, offload=inline)
     job = _job(store, 2)
     task = asyncio.create_task(runner.run_next())
     # retry_after beats the 1s first step; then 2s (doubled); then the 4s cap beats a huge retry_after.
@@ -134,7 +147,7 @@ async def test_transient_failures_are_retried_with_backoff(tmp_path: Path) -> No
 @pytest.mark.parametrize("error", [UnsupportedPair("no model translates en → xx"), BadRequest("segment too long")])
 async def test_permanent_failure_marks_the_job_error(tmp_path: Path, error: Exception) -> None:
     store, clock = _store(tmp_path), FakeClock()
-    runner = JobRunner(store, FakeTranslate(clock, failures=[error]), clock, config=CONFIG)
+    runner = JobRunner(store, FakeTranslate(clock, failures=[error]), clock, config=CONFIG, offload=inline)
     job = _job(store)
     failed = await runner.run_next()
     assert failed is not None and (failed.status, failed.error_message) == ("error", str(error))
@@ -147,7 +160,7 @@ async def test_a_wrong_number_of_translations_fails_the_job(tmp_path: Path) -> N
     async def short(segments: Sequence[str], source: str | None, target: str, tenant: str) -> list[str]:
         return ["x"]
 
-    runner = JobRunner(store, short, clock, config=CONFIG)
+    runner = JobRunner(store, short, clock, config=CONFIG, offload=inline)
     _job(store)
     failed = await runner.run_next()
     assert failed is not None and failed.status == "error"
@@ -156,9 +169,9 @@ async def test_a_wrong_number_of_translations_fails_the_job(tmp_path: Path) -> N
 
 async def test_a_new_runner_on_the_same_file_resumes_without_redoing_chunks(tmp_path: Path) -> None:
     path = tmp_path / "jobs.db"
-    store_a, clock = SqliteJobStore(path), FakeClock()
+    store_a, clock = SqliteJobStore(path, sealer=SEALER), FakeClock()
     translate_a = FakeTranslate(clock)
-    runner_a = JobRunner(store_a, translate_a, clock, config=CONFIG)
+    runner_a = JobRunner(store_a, translate_a, clock, config=CONFIG, offload=inline)
     job = _job(store_a, 6)
     first_chunk = translate_a.gate = asyncio.Event()
     await runner_a.start()
@@ -169,9 +182,9 @@ async def test_a_new_runner_on_the_same_file_resumes_without_redoing_chunks(tmp_
     await settle(lambda: len(translate_a.calls) == 2)
     await runner_a.close()  # ...and is cancelled there
     assert _status(store_a, job) == "queued"
-    store_b = SqliteJobStore(path)
+    store_b = SqliteJobStore(path, sealer=SEALER)
     translate_b = FakeTranslate(clock)
-    runner_b = JobRunner(store_b, translate_b, clock, config=CONFIG)
+    runner_b = JobRunner(store_b, translate_b, clock, config=CONFIG, offload=inline)
     finished = await runner_b.run_next()
     assert finished is not None and (finished.status, finished.segments_done, finished.billed_characters) == (
         "done", 6, 12)
@@ -181,7 +194,7 @@ async def test_a_new_runner_on_the_same_file_resumes_without_redoing_chunks(tmp_
 
 async def test_document_jobs_are_rebuilt_by_their_codec(tmp_path: Path) -> None:
     store, clock = _store(tmp_path), FakeClock()
-    runner = JobRunner(store, FakeTranslate(clock), clock, config=CONFIG)
+    runner = JobRunner(store, FakeTranslate(clock), clock, config=CONFIG, offload=inline)
     data = b"one\n\ntwo\n"
     job = store.create(NewJob(tenant="acme", kind="document", source="en", target="es", segments=("one", "two"),
                               filename="a.txt", format="txt", input_data=data))
@@ -202,3 +215,109 @@ async def test_via_pipeline_sends_batch_priority_for_the_tenant() -> None:
     assert (request.segments, request.source, request.target, request.priority) == (("ab", "cd"), None, "es",
                                                                                       "batch")
     assert (principal.tenant, principal.priority) == ("acme", "batch")
+
+
+def _tenant_job(store: SqliteJobStore, tenant: str, n: int, prefix: str) -> Job:
+    return store.create(NewJob(tenant=tenant, kind="batch", source="en", target="es",
+                               segments=tuple(f"{prefix}{i}" for i in range(n))))
+
+
+async def test_another_tenants_small_job_finishes_long_before_a_big_one_queued_first(tmp_path: Path) -> None:
+    store, clock = _store(tmp_path), FakeClock()
+    translate = FakeTranslate(clock)
+    runner = JobRunner(store, translate, clock, config=CONFIG, offload=inline)
+    big = _tenant_job(store, "a", 40, "big")
+    small = _tenant_job(store, "b", 3, "small")
+    await runner.start()
+    await settle(lambda: _status(store, big) == "done")
+    assert _status(store, small) == "done"
+    # Chunk by chunk in turns: the small job's last chunk is the 4th of 22, not the last one.
+    assert translate.calls[:4] == [["big0", "big1"], ["small0", "small1"], ["big2", "big3"], ["small2"]]
+    assert len(translate.calls) == 22
+    await runner.close()
+
+
+async def test_a_tenants_backlog_waits_behind_its_cap_while_other_tenants_run(tmp_path: Path) -> None:
+    store, clock = _store(tmp_path), FakeClock()
+    translate = FakeTranslate(clock)
+    config = CONFIG.model_copy(update={"max_active_jobs_per_tenant": 1})
+    runner = JobRunner(store, translate, clock, config=config, offload=inline)
+    first, later = _tenant_job(store, "a", 4, "a1-"), _tenant_job(store, "a", 2, "a2-")
+    other = _tenant_job(store, "b", 2, "b-")
+    await runner.start()
+    await settle(lambda: _status(store, later) == "done")
+    sent = [segment for call in translate.calls for segment in call]
+    assert sent == ["a1-0", "a1-1", "b-0", "b-1", "a1-2", "a1-3", "a2-0", "a2-1"]
+    assert [_status(store, job) for job in (first, later, other)] == ["done"] * 3
+    await runner.close()
+
+
+async def test_close_hands_every_job_in_the_rotation_back_to_the_queue(tmp_path: Path) -> None:
+    store, clock = _store(tmp_path), FakeClock()
+    translate = FakeTranslate(clock)
+    translate.gate = asyncio.Event()  # the first chunk hangs in flight
+    runner = JobRunner(store, translate, clock, config=CONFIG, offload=inline)
+    jobs = [_tenant_job(store, "a", 4, "a"), _tenant_job(store, "b", 4, "b")]
+    await runner.start()
+    await settle(lambda: len(translate.calls) == 1)
+    assert [_status(store, job) for job in jobs] == ["translating"] * 2
+    await runner.close()
+    assert [_status(store, job) for job in jobs] == ["queued"] * 2
+
+
+async def test_submit_stores_the_job_and_wakes_the_workers(tmp_path: Path) -> None:
+    store, clock = _store(tmp_path), FakeClock()
+    runner = JobRunner(store, FakeTranslate(clock), clock, config=CONFIG, offload=inline)
+    await runner.start()
+    await settle(lambda: clock.sleepers == 1)  # idle, parked on the 10 s poll
+    job = await runner.submit(NewJob(tenant="acme", kind="batch", source="en", target="es", segments=("x", "y")))
+    await settle(lambda: _status(store, job) == "done")
+    assert store.translations(job.id) == ["X", "Y"]  # without the clock moving: woken, not polled
+    await runner.close()
+
+
+class ThreadRecorder:
+    """A store that notes which thread each call ran on."""
+
+    def __init__(self, store: SqliteJobStore) -> None:
+        self._store = store
+        self.threads: list[int] = []
+
+    def __getattr__(self, name: str) -> Callable[..., object]:
+        method = getattr(self._store, name)
+
+        def call(*args: object, **kwargs: object) -> object:
+            self.threads.append(threading.get_ident())
+            return method(*args, **kwargs)
+
+        return call
+
+
+async def test_store_calls_run_on_worker_threads_not_the_event_loop(tmp_path: Path) -> None:
+    clock = FakeClock()
+    store = _store(tmp_path)
+    recorder = ThreadRecorder(store)
+    runner = JobRunner(recorder, FakeTranslate(clock), clock, config=CONFIG)  # type: ignore[arg-type]
+    job = await runner.submit(NewJob(tenant="acme", kind="document", source="en", target="es", segments=("a", "b"),
+                                     filename="d.txt", format="txt", input_data=b"a\nb\n"))
+    done = await runner.run_next()
+    assert done is not None and done.status == "done" and store.output(job.id) == b"A\nB\n"
+    assert len(recorder.threads) >= 6  # create, claim, pending x2, save, input and translations, finish
+    assert threading.get_ident() not in recorder.threads
+
+
+async def test_memory_is_handed_back_after_a_big_document_only(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    trims: list[None] = []
+    monkeypatch.setattr(runner_module, "TRIM_AFTER_SEGMENTS", 3)
+    monkeypatch.setattr(runner_module, "release_freed_memory", lambda: trims.append(None))
+    store, clock = _store(tmp_path), FakeClock()
+    runner = JobRunner(store, FakeTranslate(clock), clock, config=CONFIG, offload=inline)
+    for lines in (["a", "b"], ["a", "b", "c"]):
+        store.create(NewJob(tenant="acme", kind="document", source="en", target="es", segments=tuple(lines),
+                            filename="d.txt", format="txt", input_data="\n".join(lines).encode()))
+        await runner.run_next()
+    _job(store, 5)  # a batch job: no document was rebuilt
+    await runner.run_next()
+    assert len(trims) == 1
+    release_freed_memory()  # the real one: harmless wherever it runs

@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 import pytest
 
+from bench._common import default_dev_path
 from peakgate.memory.entry import Origin, TmEntry
 
-_DEV_CANDIDATES = (
-    Path(__file__).resolve().parents[3] / "shared" / "data" / "dev.en-es.tsv",
-    Path(__file__).resolve().parents[4] / "shared" / "data" / "dev.en-es.tsv",
-)
-DEV = next((p for p in _DEV_CANDIDATES if p.is_file()), _DEV_CANDIDATES[-1])
+DEV = default_dev_path()
 needs_dev = pytest.mark.skipif(not DEV.is_file(), reason=f"dev set {DEV} is missing")
 STAMP = "2026-01-02T03:04:05+00:00"
 

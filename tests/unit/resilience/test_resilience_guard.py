@@ -56,3 +56,77 @@ async def test_a_late_class_sheds_its_doomed_queued_work_at_its_own_drain_rate()
     with pytest.raises(Rejected, match="deadline"):
         guard.admit("interactive", 10.0, capacity_per_s=10.0, deadline_ms=5.0)  # top class: the door only
     assert len(calls) == 1
+
+
+def _surge_left_behind(guard: OverloadGuard, clock: FakeClock, wait_s: float) -> None:
+    """A surge's last served interactive requests waited `wait_s` each; then the queue emptied."""
+    tokens = [guard.tracker.enqueued("interactive") for _ in range(40)]
+    clock.advance(wait_s)
+    for token in tokens:
+        guard.tracker.dequeued("interactive", token)
+
+
+async def test_shedding_recovers_after_a_surge_without_any_request_being_served() -> None:
+    # Issue 19 defect 1: "interactive predicted wait 2998 ms + service would pass 3000 ms" for ten minutes after a
+    # burst, in every class, because nothing admitted meant nothing updated the prediction.
+    clock = FakeClock()
+    guard = _guard(clock, [])
+    _surge_left_behind(guard, clock, 2.998)
+    for cls in ("interactive", "document", "batch"):
+        with pytest.raises(Rejected) as shed:
+            guard.admit(cls, 10.0, capacity_per_s=300.0)
+        assert shed.value.retry_after_s is not None
+    clock.advance(10.0)  # five half-lives: ~94 ms, under every class's threshold
+    for cls in ("interactive", "document", "batch"):
+        guard.admit(cls, 10.0, capacity_per_s=300.0)
+
+
+async def test_a_class_refused_for_a_probe_interval_lets_one_request_through() -> None:
+    clock = FakeClock()
+    settings = Settings.model_validate({"resilience": {"shedding": {"wait_half_life_s": 1e9}}})  # no fade
+    metrics = Metrics()
+    guard = OverloadGuard(settings.resilience, settings.classes, clock, metrics)
+    _surge_left_behind(guard, clock, 2.998)
+    outcomes = []
+    for _ in range(24):  # 3 s of requests every 125 ms
+        try:
+            guard.admit("interactive", 10.0, capacity_per_s=300.0)
+            outcomes.append(True)
+        except Rejected:
+            outcomes.append(False)
+        clock.advance(0.125)
+    # the first refusal opens the interval; one probe per whole second after it, then refusals again
+    assert [i for i, ok in enumerate(outcomes) if ok] == [8, 17]
+    assert metrics.shed_probes.labels("interactive")._value.get() == 2
+
+
+async def test_readiness_signal_says_when_interactive_work_would_miss_its_deadline() -> None:
+    clock = FakeClock()
+    guard = _guard(clock, [])
+    assert guard.interactive_late_ms() is None
+    _surge_left_behind(guard, clock, 0.5)
+    assert guard.interactive_late_ms() is None  # late for its queue budget, not its deadline
+    stuck = guard.tracker.enqueued("interactive")
+    clock.advance(3.5)
+    assert guard.interactive_late_ms() == pytest.approx(3500.0)  # the head of the queue is past the deadline
+    guard.tracker.dequeued("interactive", stuck, served=False)
+    clock.advance(4.0)
+    assert guard.interactive_late_ms() is None  # a drained queue and a faded average: ready again
+
+
+async def test_the_ladder_walks_down_within_a_minute_of_the_surge_ending() -> None:
+    # Issue 19 defect 1: the degradation level stayed at 4 (batch served from cache only) long after the burst.
+    clock = FakeClock()
+    guard = _guard(clock, [])
+    for _ in range(40):  # a surge: mostly failures, interactive waiting near its deadline
+        for _ in range(50):
+            guard.record(good=False)
+        _surge_left_behind(guard, clock, 2.9)  # advances 2.9 s
+        guard.ladder.tick(*guard.signals())
+    assert guard.ladder.level == 4
+    quiet_s = 0
+    while guard.ladder.level > 0 and quiet_s < 300:
+        clock.advance(1.0)
+        quiet_s += 1
+        guard.ladder.tick(*guard.signals())
+    assert quiet_s <= 60, f"the ladder took {quiet_s} s to come down"

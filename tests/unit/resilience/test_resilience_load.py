@@ -78,3 +78,32 @@ def test_context_feeds_the_policy() -> None:
     assert ctx.drain_per_s == pytest.approx(100.0)
     assert decide(ctx).shed
     assert not decide(tracker.context("document", 50.0, SLAS, SheddingConfig())).shed
+
+
+def test_the_wait_average_fades_once_nothing_is_served() -> None:
+    # Issue 19: the EWMA was fed only by served requests, so after a surge that shed everything it froze at the
+    # surge's last wait and every later request was shed on it, for as long as the process ran.
+    clock = FakeClock()
+    tracker = LoadTracker(clock, wait_alpha=1.0, wait_half_life_s=2.0)
+    token = tracker.enqueued("interactive")
+    clock.advance(2.998)
+    tracker.dequeued("interactive", token)
+    assert tracker.load("interactive", SLAS["interactive"]).ewma_wait_ms == pytest.approx(2998.0)
+    clock.advance(2.0)
+    assert tracker.load("interactive", SLAS["interactive"]).ewma_wait_ms == pytest.approx(1499.0)
+    clock.advance(8.0)
+    assert tracker.load("interactive", SLAS["interactive"]).ewma_wait_ms == pytest.approx(2998.0 / 32)
+
+
+def test_a_new_sample_blends_with_the_faded_average() -> None:
+    clock = FakeClock()
+    tracker = LoadTracker(clock, wait_alpha=0.5, wait_half_life_s=1.0)
+    token = tracker.enqueued("batch")
+    clock.advance(0.4)
+    tracker.dequeued("batch", token)  # a 400 ms sample: 0 -> 200 ms
+    clock.advance(1.0)  # faded to 100 ms
+    token = tracker.enqueued("batch")
+    tracker.dequeued("batch", token)  # a 0 ms sample: 100 -> 50 ms
+    assert tracker.load("batch", SLAS["batch"]).ewma_wait_ms == pytest.approx(50.0)
+    with pytest.raises(ValueError):
+        LoadTracker(clock, wait_half_life_s=0.0)

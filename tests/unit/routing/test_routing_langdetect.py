@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
+from bench._common import default_dev_path
 from peakgate.routing.langdetect import LANGUAGES, detect
 
-DEV_FILE = Path("/work/shared/data/dev.en-es.tsv")
+DEV_FILE = default_dev_path()
 
 
 def _dev_rows() -> list[tuple[str, str]]:

@@ -1,0 +1,73 @@
+"""`peakgate worker`: one worker process, from the config file the gateways use.
+
+The queue settings (`[queue]`) and the models come from that file; `--redis` overrides the URL, `--models`
+picks some of the configured models (an unknown name exits 2 before anything starts), `--concurrency` sets
+the batches each model runs side by side (default: what `peakgate serve` gives the engine). SIGTERM or
+SIGINT drains the worker (see `worker`) and the process exits 0, or 1 if its engines never became ready.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import socket
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+from peakgate.backends.factory import build_backend
+from peakgate.clock import MonotonicClock
+from peakgate.config import ModelConfig, Settings, load_settings
+from peakgate.errors import BadRequest, ConfigError
+from peakgate.scaleout.redis_streams import RedisStreams
+from peakgate.scaleout.settings import QueueConfig
+from peakgate.scaleout.wall import SystemWallClock
+from peakgate.scaleout.worker import Worker
+from peakgate.service import worker_count
+
+_log = logging.getLogger(__name__)
+
+
+def run_worker(config: Path | None, redis_url: str | None, models: Sequence[str] | None,
+               concurrency: int | None) -> int:
+    settings = load_settings(config)
+    chosen = select_models(settings, models)
+    if concurrency is not None and concurrency < 1:
+        raise BadRequest(f"--concurrency must be at least 1, not {concurrency}")
+    queue = settings.queue if redis_url is None else settings.queue.model_copy(update={"redis_url": redis_url})
+    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return asyncio.run(_serve(settings, queue, chosen, concurrency))
+
+
+def select_models(settings: Settings, names: Sequence[str] | None) -> tuple[ModelConfig, ...]:
+    """The configured models named (all of them when none are), or `BadRequest` naming the unknown ones."""
+    if not names:
+        if not settings.models:
+            raise ConfigError("the config names no models for this worker to serve")
+        return settings.models
+    unknown = [name for name in names if settings.model(name) is None]
+    if unknown:
+        known = ", ".join(m.name for m in settings.models) or "none"
+        raise BadRequest(f"unknown model {', '.join(repr(n) for n in unknown)}; the config has: {known}")
+    return tuple(m for m in settings.models if m.name in names)
+
+
+async def _serve(settings: Settings, queue: QueueConfig, models: Sequence[ModelConfig],
+                 concurrency: int | None) -> int:
+    worker_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:4]}"
+    worker = Worker(
+        config=queue, batcher=settings.batcher, classes=settings.classes,
+        backends={m.name: build_backend(m, settings.models_dir) for m in models},
+        concurrency={m.name: concurrency or worker_count(m) for m in models},
+        transport=RedisStreams.connect(queue, worker_id), clock=MonotonicClock(), wall=SystemWallClock(),
+        worker_id=worker_id, grace_s=settings.shutdown_grace_s,
+    )
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, worker.stop)
+    _log.info("worker %s serving %s", worker_id, ", ".join(m.name for m in models))
+    code = await worker.run()
+    _log.info("worker %s stopped (%s)", worker_id, worker.counts)
+    return code

@@ -31,7 +31,7 @@ from peakgate.resilience.guard import OverloadGuard
 from peakgate.reuse import Reuse, Scope
 from peakgate.routing import langdetect
 from peakgate.routing.router import Route, TierRouter
-from peakgate.scheduling.work_queue import build_work_queue
+from peakgate.scheduling.work_queue import RemoteWorkers, build_work_queue, needs_local_engines
 from peakgate.stores import Stores, open_stores
 
 _log = logging.getLogger(__name__)
@@ -82,6 +82,7 @@ class Service:
                                     shed_queued=self._shed_queued)
         self._backends = dict(backends) if backends is not None else {
             m.name: build_backend(m, settings.models_dir, self._guard.outlier_detector) for m in settings.models
+            if needs_local_engines(settings)
         }
         self._started: set[str] = set()
         self._admission = Admission(settings, self._clock, self.metrics)
@@ -261,6 +262,9 @@ class Service:
         return Usage(character_count=count, character_limit=limit)
 
     def ready(self) -> bool:
+        if isinstance(self._scheduler, RemoteWorkers):
+            # Workers elsewhere serve the models: ready once every tier has a model that something serves.
+            return all(any(self._health(m) is not Health.DOWN for m in chain) for chain in self.settings.tiers.values())
         return bool(self._started) and all(self._backends[n].cost_model().warm for n in self._started)
 
     def readiness(self) -> Readiness:
@@ -273,10 +277,14 @@ class Service:
         return Readiness(True, "ready")
 
     def health(self) -> dict[str, Health]:
-        return {name: self._health(name) for name in self._backends}
+        return {m.name: self._health(m.name) for m in self.settings.models}
 
     def _health(self, model: str) -> Health:
-        if model not in self._started or self._guard.breakers.is_open(model):
+        if self._guard.breakers.is_open(model):
+            return Health.DOWN
+        if isinstance(self._scheduler, RemoteWorkers) and self._scheduler.health(model) is not Health.DOWN:
+            return Health.OK
+        if model not in self._started:  # no engine here (remote workers only), or it failed to start
             return Health.DOWN
         return self._backends[model].health()
 

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Sequence
 
 import pytest
 
-from peakgate.backends.base import DecodeOptions
+from peakgate.backends.base import DecodeOptions, Health
 from peakgate.backends.echo_backend import EchoBackend
 from peakgate.clock import FakeClock
 from peakgate.config import BatcherConfig, ClassConfig, KeyConfig, LimitsConfig, ModelConfig, Settings
@@ -182,3 +182,14 @@ async def test_cli_path_skips_admission(svc: Service) -> None:
     result = await svc.run(req("Hello"), principal, "batch")
     assert result.translations[0].text == "Hello"
     assert (await svc.usage(principal)).character_count == 0
+
+
+def test_a_redis_gateway_loads_engines_only_for_its_local_fallback() -> None:
+    base = {"models": [{"name": "m", "engine": "echo", "source": "en", "target": "es"}],
+            "tiers": {"medium": ["m"]}, "tm": {"enabled": False}, "data_dir": None}
+    remote = Service(Settings.model_validate(base | {"queue": {"backend": "redis"}}))
+    assert remote._backends == {}  # the workers run the engines
+    assert remote.health() == {"m": Health.DOWN}  # nothing heard from any worker yet
+    assert not remote.ready()
+    fallback = Service(Settings.model_validate(base | {"queue": {"backend": "redis", "fallback": "local"}}))
+    assert list(fallback._backends) == ["m"]

@@ -8,9 +8,9 @@ gateway half of the scale-out queue (`peakgate.scaleout.gateway`), whose work `p
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
-from peakgate.backends.base import Backend
+from peakgate.backends.base import Backend, Health
 from peakgate.clock import Clock
 from peakgate.config import PriorityClass, Settings
 from peakgate.errors import PeakgateError
@@ -53,6 +53,20 @@ class WorkQueue(Protocol):
     def oldest_wait_s(self, model: str) -> float:
         """How long the oldest unfinished work for `model` has waited (the router's load signal)."""
         ...
+
+
+@runtime_checkable
+class RemoteWorkers(Protocol):
+    """A queue whose engines run in other processes: it, not this process's engines, says what is up."""
+
+    def health(self, model: str) -> Health:
+        """DOWN while the queue is out of reach or no worker is ready for `model`."""
+        ...
+
+
+def needs_local_engines(settings: Settings) -> bool:
+    """The gateway loads engines of its own only where it runs work itself: in-process, or as Redis's fallback."""
+    return settings.queue.backend == "inprocess" or settings.queue.fallback == "local"
 
 
 def build_work_queue(

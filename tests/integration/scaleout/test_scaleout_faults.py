@@ -25,7 +25,7 @@ from scaleout_procs import (
     write_config,
 )
 
-from bench._http import metric, scrape, serve
+from bench._http import free_port, metric, scrape, serve
 
 pytestmark = pytest.mark.slow
 BODY = {"segments": ["Open the file"], "source": "en", "target": "es", "model": MODEL}
@@ -108,3 +108,33 @@ def test_with_the_local_fallback_a_gateway_serves_on_its_own_engines_while_redis
         answer = httpx.post(f"{gateway.url}/v1/translate", json=BODY, timeout=10)
         assert answer.status_code == 200 and answer.json()["translations"][0]["text"] == "Open the file"
         assert metric(scrape(gateway.url), "peakgate_queue_local_fallbacks_total", model=MODEL) == 1
+
+
+def test_a_redis_gateway_is_ready_only_once_a_worker_serves_its_models(redis_server: RedisServer,
+                                                                       tmp_path: Path) -> None:
+    # The gateway loads no engines of its own (no local fallback): its readiness and the router's model health
+    # come from the workers' heartbeats, not from engines it never started.
+    config = write_config(tmp_path / "cluster.json", cluster_config(redis_server.url, tmp_path / "data"))
+    port = free_port()
+    argv = [sys.executable, "-m", "peakgate.cli", "serve", "--port", str(port), "--config", str(config)]
+    with (tmp_path / "gateway.log").open("wb") as sink:
+        gateway = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: _status(f"{url}/healthz") == 200, "the gateway to listen")
+        assert _status(f"{url}/readyz") == 503  # no worker yet
+        with workers(config, tmp_path, 1):
+            wait_for(lambda: _status(f"{url}/readyz") == 200, "the gateway to see a ready worker")
+            reply = httpx.post(f"{url}/v1/translate", json={"segments": ["Hello there"], "source": "en",
+                                                             "target": "es"}, timeout=10.0)
+            assert (reply.status_code, reply.json()["translations"][0]["text"]) == (200, "Hello there")
+    finally:
+        gateway.terminate()
+        gateway.wait(timeout=20)
+
+
+def _status(url: str) -> int:
+    try:
+        return httpx.get(url, timeout=1.0).status_code
+    except httpx.HTTPError:
+        return 0

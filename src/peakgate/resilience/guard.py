@@ -67,7 +67,7 @@ class OverloadGuard:
         ctx = self.tracker.context(priority, service_time_ms, self._classes, self._config.shedding,
                                    min_drain_per_s=capacity_per_s, deadline_ms=deadline_ms)
         decision = shedding.decide(ctx)
-        if not decision.shed or self._probe(priority):
+        if not decision.shed or (decision.stale and self._probe(priority)):
             self._refused_since.pop(priority, None)
             return
         self._metrics.rejected.labels("shed", priority).inc()
@@ -77,8 +77,9 @@ class OverloadGuard:
         raise decision.error()
 
     def _probe(self, priority: PriorityClass) -> bool:
-        """A class refused for a whole `probe_interval_s` lets one request through (a breaker's half-open), so
-        its numbers are measured again rather than predicted from what a surge left behind."""
+        """A class refused for a whole `probe_interval_s` on past waits alone (nothing queued) lets one request
+        through (a breaker's half-open), so its numbers are measured again rather than predicted from what a
+        surge left behind. Never while work is queued: under real overload a probe is only more load."""
         now = self._clock.now()
         since = self._refused_since.setdefault(priority, now)
         if now - since < self._config.shedding.probe_interval_s:

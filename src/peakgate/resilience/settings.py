@@ -111,7 +111,8 @@ class SheddingConfig(_Frozen):
     deadline itself misses it for every request the estimate got wrong.
 
     Recovery: observed waits fade with `wait_half_life_s` once no request is served, and a class refused for
-    `probe_interval_s` admits one request as a probe (a breaker's half-open), so fresh evidence replaces stale.
+    `probe_interval_s` with nothing queued admits one request as a probe (a breaker's half-open), so fresh
+    evidence replaces stale.
     """
 
     batch_protect_fraction: float = Field(default=0.5, gt=0)

@@ -60,6 +60,9 @@ class ShedDecision:
     # Shed as too late for its deadline by its own class's measured drain rate (segments/s): queued work of it
     # that cannot make its deadline at that rate is doomed too.
     late_drain_per_s: float | None = None
+    # Nothing queued at or above the request's class: the prediction rests on past waits alone (the case a
+    # probe exists for, as after a surge that was shed to the last request).
+    stale: bool = False
 
     def error(self) -> Rejected:
         """The exception admission raises for a shed request."""
@@ -187,4 +190,5 @@ def decide(ctx: ShedContext) -> ShedDecision:
             and load is not None and load.completions_per_s > 0)
     # A class below a starved one is starved too: it drains at most what that one leaves.
     return ShedDecision(True, status, retry_after_s(ctx), reason, wait_ms, starved=_starved(ctx, ctx.request_class),
-                        late_drain_per_s=load.completions_per_s if late and load is not None else None)
+                        late_drain_per_s=load.completions_per_s if late and load is not None else None,
+                        stale=_ahead(ctx, ctx.request_class) == 0)

@@ -130,3 +130,16 @@ async def test_the_ladder_walks_down_within_a_minute_of_the_surge_ending() -> No
         quiet_s += 1
         guard.ladder.tick(*guard.signals())
     assert quiet_s <= 60, f"the ladder took {quiet_s} s to come down"
+
+
+async def test_no_probe_while_work_is_queued() -> None:
+    # Under real overload the refusals rest on a live queue, not on stale history: a probe would only add load.
+    clock = FakeClock()
+    settings = Settings.model_validate({"resilience": {"shedding": {"wait_half_life_s": 1e9}}})
+    guard = OverloadGuard(settings.resilience, settings.classes, clock, Metrics())
+    _surge_left_behind(guard, clock, 2.998)
+    guard.tracker.enqueued("interactive")  # still queued
+    for _ in range(24):
+        with pytest.raises(Rejected):
+            guard.admit("interactive", 10.0, capacity_per_s=300.0)
+        clock.advance(0.125)

@@ -9,6 +9,7 @@ import signal
 import threading
 from pathlib import Path
 
+import httpx
 import pytest
 from redis_harness import RedisServer
 from scaleout_procs import (
@@ -126,3 +127,29 @@ def test_the_worker_command_is_documented() -> None:
                          timeout=60, check=False)
     assert out.returncode == 0
     assert b"--redis" in out.stdout and b"--models" in out.stdout and b"--concurrency" in out.stdout
+
+
+def test_two_gateways_three_workers_share_one_bucket_and_one_quota(redis_server: RedisServer,
+                                                                   tmp_path: Path) -> None:
+    # The topology with shared admission on: limits hold across the gateways, whichever gets the request.
+    config = cluster_config(redis_server.url, tmp_path / "data") | {
+        "keys": [{"key": "burst", "tenant": "bursty", "rate_chars_per_s": 0.01, "burst_chars": 100},
+                 {"key": "metered", "tenant": "metered", "quota_chars": 100}],
+        "admission": {"backend": "redis", "redis_url": redis_server.url},
+    }
+    path = write_config(tmp_path / "config.json", config)
+
+    def send(url: str, key: str) -> int:
+        reply = httpx.post(f"{url}/v1/translate", json={"segments": ["x" * 10], "source": "en", "target": "es"},
+                           headers={"Authorization": f"Bearer {key}"}, timeout=10)
+        return reply.status_code
+
+    with workers(path, tmp_path, 3), serve(config, log=tmp_path / "g1.log") as g1, \
+            serve(config, log=tmp_path / "g2.log") as g2:
+        wait_for(lambda: gateways_see([g1.url, g2.url], 3), "both gateways seeing three ready workers")
+        burst = [send((g1.url, g2.url)[i % 2], "burst") for i in range(16)]
+        assert burst.count(200) == 10 and burst.count(429) == 6  # one bucket of 100 characters, not one each
+        assert [send(g1.url, "metered") for _ in range(6)] == [200] * 6
+        usage = httpx.get(f"{g2.url}/v2/usage", headers={"Authorization": "DeepL-Auth-Key metered"}, timeout=10)
+        assert usage.json()["character_count"] == 60  # spent on g1, seen on g2
+        assert [send(g2.url, "metered") for _ in range(5)] == [200] * 4 + [402]

@@ -141,7 +141,7 @@ class LadderConfig(_Frozen):
     # seconds of sustained pressure; stepping down needs a quiet spell under the lower exit thresholds, short
     # enough that the whole ladder is walked down in under a minute once the surge has passed.
     enter_for_s: float = Field(default=3.0, ge=0)
-    exit_for_s: float = Field(default=10.0, ge=0)
+    exit_for_s: float = Field(default=5.0, ge=0)
     min_dwell_s: float = Field(default=5.0, ge=0)
     max_level: int = Field(default=4, ge=0, le=4)  # 4 = CACHE_ONLY; 3 stops at L3
     light_tier: str = "tiny"

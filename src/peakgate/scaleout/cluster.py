@@ -4,15 +4,21 @@ A heartbeat is a key with a TTL of a few beats, so a killed worker drops out of 
 itself. It carries the worker's readiness (engines loaded and warm, not draining), its measured per-model
 capacity and service time (which gateways hand the overload guard, summed over workers: the cluster's drain
 rate), what it holds, and its counters (served, expired, malformed, reclaimed) for operators and tests.
+
+For the autoscaler (`peakgate.control`) it also carries the process's CPU utilisation, whether it stands by
+(a warm worker: models loaded, not reading the queue until promoted) and when it first served since it began
+taking work (decision to first request served, cold start or promotion). Gateways count no standby worker.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+import os
+from collections.abc import Callable, Iterable
 
 import msgspec
 
+from peakgate.clock import Clock
 from peakgate.errors import BadRequest
 from peakgate.scheduling.queue import DrainRate
 
@@ -47,6 +53,9 @@ class Heartbeat(msgspec.Struct, frozen=True, kw_only=True):
     hold_limit: int
     counts: Counts
     at_wall_s: float
+    standby: bool = False  # warm: models loaded and ready, not reading the queue until promoted
+    cpu_utilisation: float = 0.0  # the process's CPU seconds per second since its previous beat (one core = 1)
+    first_served_wall_s: float | None = None  # first entry served since it began taking work (start or promotion)
 
 
 _ENCODER = msgspec.msgpack.Encoder()
@@ -81,7 +90,7 @@ class ClusterView:
             except BadRequest as exc:
                 _log.warning("ignoring a worker heartbeat: %s", exc.message)
                 continue
-            if beat.ready and not beat.draining:
+            if beat.ready and not beat.draining and not beat.standby:
                 for model, load in beat.models.items():
                     ready.setdefault(model, []).append(load)
         self._ready = ready
@@ -99,3 +108,23 @@ class ClusterView:
         if not loads:
             return _PRIOR.s_per_item
         return sum(load.s_per_item for load in loads) / len(loads)
+
+
+def _process_cpu_s() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
+class CpuMeter:
+    """The process's CPU utilisation between two readings: its user and system CPU seconds over the elapsed
+    clock seconds (engine threads count; an engine's own subprocess, Apertium's pipeline, does not)."""
+
+    def __init__(self, clock: Clock, cpu_s: Callable[[], float] = _process_cpu_s) -> None:
+        self._clock = clock
+        self._cpu_s = cpu_s
+        self._last = (clock.now(), cpu_s())
+
+    def read(self) -> float:
+        now, cpu = self._clock.now(), self._cpu_s()
+        (then, before), self._last = self._last, (now, cpu)
+        return (cpu - before) / (now - then) if now > then else 0.0

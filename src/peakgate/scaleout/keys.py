@@ -23,6 +23,10 @@ class Keys:
     def heartbeat(self, worker: str) -> str:
         return f"{self.prefix}:w:{worker}"
 
+    def serve_flag(self, worker: str) -> str:
+        """Set: the standby (warm) worker `worker` takes work; cleared: it stands by again (the autoscaler's)."""
+        return f"{self.prefix}:serve:{worker}"
+
     @property
     def heartbeats(self) -> str:
         """A SCAN pattern matching every worker's heartbeat key."""

@@ -127,6 +127,9 @@ class RedisStreams:
     async def beat(self, key: str, payload: bytes, ttl_ms: int) -> None:
         await self._guard("SET", self._client.set(key, payload, px=ttl_ms))
 
+    async def flag(self, key: str) -> bool:
+        return bool(await self._guard("EXISTS", self._client.exists(key)))
+
     async def forget(self, key: str) -> None:
         await self._guard("DEL", self._client.delete(key))
 

@@ -1,4 +1,5 @@
-"""`peakgate` command line: serve, models list|build, translate, tm import|export, worker, route."""
+"""`peakgate` command line: serve, models list|build, translate, tm import|export, worker, route, autoscale,
+simulate."""
 
 from __future__ import annotations
 
@@ -47,6 +48,13 @@ def _parser() -> argparse.ArgumentParser:
     route.add_argument("--host", help="bind address (default: cluster.host, 127.0.0.1)")
     route.add_argument("--port", type=int, help="port (default: cluster.port, 8090)")
     _config_arg(route)
+    autoscale = sub.add_parser("autoscale", help="scale the workers from live signals (and keep a warm pool)")
+    autoscale.add_argument("--provider", choices=("local", "kubernetes"),
+                           help="where workers come from (default: autoscale.provider, local)")
+    _config_arg(autoscale)
+    from peakgate.control.simulate_cli import add_arguments as simulate_args
+
+    simulate_args(sub.add_parser("simulate", help="replay a traffic trace through the scaling policies: SLO, cost"))
     return parser
 
 
@@ -54,6 +62,8 @@ def _worker_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--redis", help="Redis URL (default: queue.redis_url in the config)")
     parser.add_argument("--models", nargs="+", help="models to serve (default: every configured model)")
     parser.add_argument("--concurrency", type=int, help="batches each model runs side by side (default: per engine)")
+    parser.add_argument("--standby", action="store_true",
+                        help="warm pool: load the models, take no work until the autoscaler promotes this worker")
     _config_arg(parser)
 
 
@@ -101,10 +111,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             from peakgate.cluster.app import run_router
 
             return run_router(args.config, args.host, args.port)
+        if args.command == "simulate":
+            from peakgate.control.simulate_cli import run as run_simulate
+
+            return run_simulate(args)
+        if args.command == "autoscale":
+            from peakgate.control.autoscale_cli import run_autoscale
+
+            return run_autoscale(args.config, args.provider)
         if args.command == "worker":
             from peakgate.scaleout.process import run_worker
 
-            return run_worker(args.config, args.redis, args.models, args.concurrency)
+            return run_worker(args.config, args.redis, args.models, args.concurrency, args.standby)
         return asyncio.run(_translate(args, sys.stdin.buffer, sys.stdout))
     except PeakgateError as exc:
         print(f"peakgate: error: {exc.message}", file=sys.stderr)

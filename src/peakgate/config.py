@@ -14,6 +14,7 @@ from peakgate.admission.settings import AdmissionConfig
 from peakgate.atrest.settings import AtRestConfig
 from peakgate.cache.settings import CacheConfig
 from peakgate.cluster.config import ClusterConfig
+from peakgate.control.loop_settings import AutoscaleConfig
 from peakgate.errors import ConfigError
 from peakgate.glossary.store import GlossaryStoreKind
 from peakgate.jobs.config import JobsConfig
@@ -165,6 +166,7 @@ class Settings(_Frozen):
     resilience: ResilienceConfig = ResilienceConfig()
     queue: QueueConfig = QueueConfig()  # in-process (embedded default) or Redis Streams with worker processes
     cluster: ClusterConfig | None = None  # gateway clusters behind `peakgate route` (cluster/config.py)
+    autoscale: AutoscaleConfig = AutoscaleConfig()  # `peakgate autoscale` (control/loop_settings.py)
     # On SIGTERM: open requests, then the running jobs' chunks, get this long before the process exits anyway
     # (interrupted jobs resume at the next start).
     shutdown_grace_s: float = Field(default=10.0, gt=0)

@@ -10,14 +10,19 @@ delete the result: it can be fetched again until the job store is pruned.
 Both kinds of job are checked at submission as a synchronous request is (`check_job`: every segment, the language
 pair, the caller's quota) and billed when accepted; a document also gets the `JobsConfig` caps on its bytes and
 segments (413). Input that could only fail later is refused before it is queued.
+
+A batch job may be `deferrable`, with a `latest_finish` (RFC 3339 with an offset, or Unix seconds, in the
+future): it then waits for off-peak hours, or for its latest start (see `jobs.runner`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import hmac
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol
 
 import msgspec
@@ -45,6 +50,7 @@ from peakgate.jobs.formats import DocumentCodec, codec_for, codec_named
 from peakgate.jobs.model import Job, NewJob
 from peakgate.jobs.offload import AsyncJobStore
 from peakgate.observe.metrics import Metrics
+from peakgate.scaleout.wall import SystemWallClock, WallClock
 
 _ENVELOPE_BYTES = 64 * 1024  # form fields and boundaries around the file
 _KEY_BODY_BYTES = 64 * 1024
@@ -129,6 +135,8 @@ class BatchBody(msgspec.Struct, kw_only=True):
     segments: list[str]
     target: str
     source: str | None = None  # None or "auto": detect
+    deferrable: bool = False  # may wait for off-peak hours...
+    latest_finish: str | float | None = None  # ...finishing by then: RFC 3339 with an offset, or Unix seconds
 
 
 class BatchCreated(msgspec.Struct):
@@ -145,6 +153,7 @@ class BatchStatusOut(msgspec.Struct, omit_defaults=True):
     seconds_remaining: int | None = None
     error_message: str | None = None
     translations: list[str] | None = None  # only once 'done'
+    deferrable: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,7 +246,8 @@ async def _download(service: DocumentService, job: Job) -> Response:
 
 
 async def _batch_out(service: DocumentService, job: Job) -> BatchStatusOut:
-    out = BatchStatusOut(job.id, job.status, job.segments_total, job.segments_done, job.billed_characters)
+    out = BatchStatusOut(job.id, job.status, job.segments_total, job.segments_done, job.billed_characters,
+                         deferrable=job.deferrable)
     if job.status == "done":
         out.translations = [t or "" for t in await service.job_runner.store.translations(job.id)]
     elif job.status == "error":
@@ -247,17 +257,48 @@ async def _batch_out(service: DocumentService, job: Job) -> BatchStatusOut:
     return out
 
 
-def _batch_job(body: BatchBody, tenant: str, limit: int) -> NewJob:
+def _batch_job(body: BatchBody, tenant: str, limit: int, now_s: float) -> NewJob:
     if not body.segments:
         raise BadRequest("no segments to translate: send at least one")
     if len(body.segments) > limit:
         raise BadRequest(f"too many segments: {len(body.segments)} > {limit} per batch job")
     return NewJob(tenant=tenant, kind="batch", source=source_or_detect(body.source),
-                  target=body.target.strip().lower(), segments=tuple(body.segments))
+                  target=body.target.strip().lower(), segments=tuple(body.segments), deferrable=body.deferrable,
+                  latest_finish=_latest_finish(body, now_s))
 
 
-def document_operations(service: DocumentService) -> list[Operation]:
+def _latest_finish(body: BatchBody, now_s: float) -> float | None:
+    """`latest_finish` as Unix seconds: required by a deferrable job, refused on any other, in the future."""
+    if body.latest_finish is None:
+        if body.deferrable:
+            raise BadRequest("a deferrable job needs `latest_finish`: when it must be done by, as RFC 3339 "
+                             "(2026-12-06T05:00:00Z) or Unix seconds")
+        return None
+    if not body.deferrable:
+        raise BadRequest("`latest_finish` is for deferrable jobs: send `deferrable: true` with it")
+    at = _unix_s(body.latest_finish)
+    if at <= now_s:
+        raise BadRequest(f"`latest_finish` must be in the future; {body.latest_finish!r} has passed")
+    return at
+
+
+def _unix_s(value: str | float) -> float:
+    if not isinstance(value, str):
+        if not math.isfinite(value):
+            raise BadRequest("`latest_finish` must be a finite number of Unix seconds")
+        return float(value)
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise BadRequest(f"`latest_finish` {value!r} is neither RFC 3339 nor Unix seconds") from exc
+    if parsed.tzinfo is None:
+        raise BadRequest(f"`latest_finish` {value!r} has no UTC offset: add one (Z or +08:00)")
+    return parsed.timestamp()
+
+
+def document_operations(service: DocumentService, wall: WallClock | None = None) -> list[Operation]:
     config = service.jobs_config
+    clock = wall or SystemWallClock()
     key_parser = BodyParser(DocumentKeyBody, _KEY_BODY_BYTES)
     batch_parser = BodyParser(BatchBody, config.max_batch_body_bytes)
 
@@ -288,7 +329,8 @@ def document_operations(service: DocumentService) -> list[Operation]:
     async def create_batch(request: Request) -> Response:
         principal = service.authenticate(header_key(request, "Bearer"))
         body = await batch_parser.parse(request)
-        job = await _submit(service, _batch_job(body, principal.tenant, config.max_batch_segments), principal)
+        new_job = _batch_job(body, principal.tenant, config.max_batch_segments, clock.now())
+        job = await _submit(service, new_job, principal)
         return json_response(BatchCreated(job.id, job.status), status_code=202)
 
     async def batch_status(request: Request) -> Response:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from peakgate.config import PriorityClass
+if TYPE_CHECKING:  # annotations only: `peakgate.config` holds `autoscale` settings that import these seams
+    from peakgate.config import PriorityClass
 
 S = TypeVar("S")
 

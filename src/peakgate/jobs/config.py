@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import time
 from pathlib import Path
 from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 JobStoreBackend = Literal["sqlite"]
 
@@ -31,3 +33,21 @@ class JobsConfig(BaseModel):
     retry_initial_s: float = Field(default=0.5, gt=0)
     retry_max_s: float = Field(default=30.0, gt=0)
     throughput_smoothing: float = Field(default=0.3, gt=0, le=1)  # EWMA weight of the newest chunk's rate
+    # Deferrable jobs (`/v1/jobs` with `deferrable` and `latest_finish`) wait for this daily window of wall time
+    # (wrapping midnight when the end is earlier), in `off_peak_timezone` (None: the machine's local time), or
+    # until their latest start: `latest_finish` less their estimated run time less `defer_margin_s`.
+    off_peak_start: time = time(1, 0)
+    off_peak_end: time = time(6, 0)
+    off_peak_timezone: str | None = None
+    defer_margin_s: float = Field(default=600.0, ge=0)
+    defer_prior_segments_per_s: float = Field(default=5.0, gt=0)  # run-time estimate before one is measured
+
+    @field_validator("off_peak_timezone")
+    @classmethod
+    def _known_zone(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                ZoneInfo(value)
+            except (ZoneInfoNotFoundError, ValueError) as exc:
+                raise ValueError(f"unknown time zone {value!r}") from exc
+        return value

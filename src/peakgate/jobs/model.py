@@ -22,6 +22,8 @@ class NewJob:
     filename: str | None = None
     format: str | None = None  # codec name for documents ("txt", "html", "docx"); None for batch
     input_data: bytes | None = None  # the original document, needed again to rebuild it
+    deferrable: bool = False  # may wait for off-peak hours, finishing by `latest_finish`
+    latest_finish: float | None = None  # wall-clock seconds since the epoch
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +43,20 @@ class Job:
     error_message: str | None
     created_at: float  # wall-clock seconds since the epoch
     updated_at: float
+    deferrable: bool = False
+    latest_finish: float | None = None
 
     @property
     def segments_left(self) -> int:
         return self.segments_total - self.segments_done
+
+
+@dataclass(frozen=True, slots=True)
+class DeferralGate:
+    """Which deferrable jobs may start now: every one off-peak, else those whose latest start has come
+    (`latest_finish` less the segments left at `s_per_segment` less `margin_s`)."""
+
+    off_peak: bool
+    now_wall_s: float
+    s_per_segment: float
+    margin_s: float

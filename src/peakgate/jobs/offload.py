@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Protocol, TypeVar
 
-from peakgate.jobs.model import Job, NewJob
+from peakgate.jobs.model import DeferralGate, Job, NewJob
 from peakgate.jobs.store import JobStore
 
 _T = TypeVar("_T")
@@ -38,8 +38,8 @@ class AsyncJobStore:
     async def get(self, job_id: str) -> Job | None:
         return await self._offload(lambda: self._store.get(job_id))
 
-    async def claim_next(self, exclude_tenants: Collection[str] = ()) -> Job | None:
-        return await self._offload(lambda: self._store.claim_next(exclude_tenants))
+    async def claim_next(self, exclude_tenants: Collection[str] = (), gate: DeferralGate | None = None) -> Job | None:
+        return await self._offload(lambda: self._store.claim_next(exclude_tenants, gate))
 
     async def pending(self, job_id: str, limit: int) -> list[tuple[int, str]]:
         return await self._offload(lambda: self._store.pending(job_id, limit))

@@ -8,6 +8,10 @@ Running jobs take turns chunk by chunk (`FairQueue`), so one tenant's huge docum
 other job; each tenant has at most `max_active_jobs_per_tenant` in the rotation. Every store call runs off the
 event loop (`AsyncJobStore`).
 
+Deferrable jobs (the off-peak backlog) are claimed only while `OffPeak` says so (default: the configured daily
+window), or once their latest start has come: `latest_finish` less their estimated run time (segments left at
+the measured throughput) less `defer_margin_s`. Until then they stay queued, every other job passing them by.
+
 Failures: `Rejected` and `BackendError` are transient (retried with capped exponential backoff, honouring
 `retry_after_s`, for as long as it takes); any other error fails the job with its message.
 """
@@ -18,17 +22,20 @@ import asyncio
 import contextlib
 import logging
 import math
+import time
 from collections.abc import Awaitable, Callable, Sequence
+from zoneinfo import ZoneInfo
 
 from peakgate.clock import Clock
+from peakgate.control.offpeak import OffPeak, WindowOffPeak
 from peakgate.domain import Principal, TranslateRequest, TranslateResult
 from peakgate.errors import BackendError, PeakgateError, Rejected
 from peakgate.jobs.config import JobsConfig
 from peakgate.jobs.fair import FairQueue
 from peakgate.jobs.formats import DocumentCodec, codec_named
-from peakgate.jobs.model import TERMINAL, Job, NewJob
+from peakgate.jobs.model import TERMINAL, DeferralGate, Job, NewJob
 from peakgate.jobs.offload import AsyncJobStore, Offload
-from peakgate.jobs.store import JobStore, JobStoreError
+from peakgate.jobs.store import JobStore, JobStoreError, WallClock
 from peakgate.jobs.trim import TRIM_AFTER_SEGMENTS, release_freed_memory
 
 _log = logging.getLogger(__name__)
@@ -83,7 +90,8 @@ class Throughput:
 class JobRunner:
     def __init__(self, store: JobStore, translate: Translate, clock: Clock, *, config: JobsConfig | None = None,
                  should_pause: PauseCheck = _never, codecs: CodecLookup = codec_named,
-                 offload: Offload = asyncio.to_thread) -> None:
+                 offload: Offload = asyncio.to_thread, off_peak: OffPeak | None = None,
+                 wall: WallClock = time.time) -> None:
         self._sync = store
         self.store = AsyncJobStore(store, offload)  # for async callers (the HTTP handlers too)
         self._translate = translate
@@ -96,6 +104,8 @@ class JobRunner:
         self._active = FairQueue()
         self._claimed_at: float | None = None  # when the workers last looked for queued jobs
         self.throughput = Throughput(self._config.throughput_smoothing)
+        self._wall = wall
+        self._off_peak = off_peak or _window(self._config, wall)
 
     async def start(self) -> int:
         """Re-queue what a previous process left half done, then start the workers; returns jobs recovered."""
@@ -238,10 +248,15 @@ class JobRunner:
         self._claimed_at = now
         try:
             while job := await self.store.claim_next(
-                    self._active.full_tenants(self._config.max_active_jobs_per_tenant)):
+                    self._active.full_tenants(self._config.max_active_jobs_per_tenant), self._deferral_gate()):
                 self._active.add(job)
         except JobStoreError:
             _log.exception("job store failed while claiming; retrying after the idle poll")
+
+    def _deferral_gate(self) -> DeferralGate:
+        rate = self.throughput.segments_per_s or self._config.defer_prior_segments_per_s
+        return DeferralGate(off_peak=self._off_peak.is_off_peak(), now_wall_s=self._wall(), s_per_segment=1.0 / rate,
+                            margin_s=self._config.defer_margin_s)
 
     async def _idle(self) -> None:
         sleeper = asyncio.ensure_future(self._clock.sleep(self._config.idle_poll_s))
@@ -253,3 +268,8 @@ class JobRunner:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+
+
+def _window(config: JobsConfig, wall: WallClock) -> WindowOffPeak:
+    tz = ZoneInfo(config.off_peak_timezone) if config.off_peak_timezone is not None else None
+    return WindowOffPeak(config.off_peak_start, config.off_peak_end, wall, tz)

@@ -26,6 +26,7 @@ import time
 import uuid
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from itertools import islice
 from pathlib import Path
 from typing import Protocol, TypeVar
@@ -33,7 +34,7 @@ from typing import Protocol, TypeVar
 from peakgate.atrest import Sealer
 from peakgate.errors import PeakgateError
 from peakgate.jobs.config import JobsConfig
-from peakgate.jobs.model import Job, NewJob
+from peakgate.jobs.model import DeferralGate, Job, NewJob
 
 WallClock = Callable[[], float]
 _T = TypeVar("_T")
@@ -74,7 +75,10 @@ CREATE TABLE IF NOT EXISTS files (
 );
 """
 _JOB_COLUMNS = ("id, key, tenant, kind, status, source, target, filename, format, billed_characters, "
-                "segments_total, segments_done, error_message, created_at, updated_at")
+                "segments_total, segments_done, error_message, created_at, updated_at, may_defer, latest_finish")
+# Columns added after the first release: a database an older one made gets them at open.
+_ADDED_COLUMNS = {"may_defer": "INTEGER NOT NULL DEFAULT 0", "latest_finish": "REAL"}  # may_defer: deferrable
+_EVERY_JOB = DeferralGate(off_peak=True, now_wall_s=0.0, s_per_segment=0.0, margin_s=0.0)  # no gate: none held
 _WAL_LIMIT_BYTES = 64 * 1024 * 1024  # the WAL file shrinks back to this after a checkpoint
 
 
@@ -91,8 +95,9 @@ class JobStore(Protocol):
 
     def get(self, job_id: str) -> Job | None: ...
 
-    def claim_next(self, exclude_tenants: Collection[str] = ()) -> Job | None:
-        """Atomically move the oldest queued job (of a tenant not excluded) to 'translating' and return it."""
+    def claim_next(self, exclude_tenants: Collection[str] = (), gate: DeferralGate | None = None) -> Job | None:
+        """Atomically move the oldest queued job (of a tenant not excluded, and, with a `gate`, not a deferrable
+        one the gate holds back) to 'translating' and return it."""
         ...
 
     def pending(self, job_id: str, limit: int) -> list[tuple[int, str]]:
@@ -146,6 +151,7 @@ class SqliteJobStore:
             self._db.execute("PRAGMA busy_timeout=5000")
             self._db.execute(f"PRAGMA journal_size_limit={_WAL_LIMIT_BYTES}")
             self._db.executescript(_SCHEMA)
+            _add_missing_columns(self._db)
         except sqlite3.Error as exc:
             raise JobStoreError(f"cannot open job database {path}: {exc}") from exc
 
@@ -177,9 +183,10 @@ class SqliteJobStore:
         with self._tx() as db:
             db.execute(
                 "INSERT INTO jobs (id, key, tenant, kind, status, source, target, filename, format, "
-                "segments_total, created_at, updated_at) VALUES (?, ?, ?, ?, 'loading', ?, ?, ?, ?, ?, ?, ?)",
+                "segments_total, created_at, updated_at, may_defer, latest_finish) "
+                "VALUES (?, ?, ?, ?, 'loading', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (job_id, uuid.uuid4().hex, job.tenant, job.kind, job.source, job.target, job.filename, job.format,
-                 len(job.segments), now, now),
+                 len(job.segments), now, now, int(job.deferrable), job.latest_finish),
             )
             if sealed_input is not None:
                 db.execute("INSERT INTO files (job_id, kind, data) VALUES (?, 'input', ?)", (job_id, sealed_input))
@@ -199,12 +206,15 @@ class SqliteJobStore:
     def get(self, job_id: str) -> Job | None:
         return self._read(lambda db: _find(db, job_id))
 
-    def claim_next(self, exclude_tenants: Collection[str] = ()) -> Job | None:
+    def claim_next(self, exclude_tenants: Collection[str] = (), gate: DeferralGate | None = None) -> Job | None:
         excluded = tuple(exclude_tenants)
+        gate = gate or _EVERY_JOB
         with self._tx() as db:
             found = db.execute(
                 "SELECT id FROM jobs WHERE status = 'queued' AND tenant NOT IN "
-                f"({', '.join('?' * len(excluded))}) ORDER BY created_at, rowid LIMIT 1", excluded,
+                f"({', '.join('?' * len(excluded))}) AND (may_defer = 0 OR ? "
+                "OR latest_finish - (segments_total - segments_done) * ? <= ?) ORDER BY created_at, rowid LIMIT 1",
+                (*excluded, gate.off_peak, gate.s_per_segment, gate.now_wall_s + gate.margin_s),
             ).fetchone()
             if found is None:
                 return None
@@ -299,9 +309,19 @@ def _pages(rows: Iterable[_T], size: int) -> Iterator[list[_T]]:
         yield page
 
 
+def _add_missing_columns(db: sqlite3.Connection) -> None:
+    present = {row[1] for row in db.execute("PRAGMA table_info(jobs)")}
+    for name, declaration in _ADDED_COLUMNS.items():
+        if name not in present:
+            db.execute(f"ALTER TABLE jobs ADD COLUMN {name} {declaration}")
+
+
 def _find(db: sqlite3.Connection, job_id: str) -> Job | None:
     row = db.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id = ? AND status != 'loading'", (job_id,)).fetchone()
-    return None if row is None else Job(*row)
+    if row is None:
+        return None
+    *fields, may_defer, latest_finish = row
+    return replace(Job(*fields), deferrable=bool(may_defer), latest_finish=latest_finish)  # stored as 0 or 1
 
 
 def _load(db: sqlite3.Connection, job_id: str) -> Job:

@@ -53,7 +53,8 @@ class Heartbeat(msgspec.Struct, frozen=True, kw_only=True):
     hold_limit: int
     counts: Counts
     at_wall_s: float
-    standby: bool = False  # warm: models loaded and ready, not reading the queue until promoted
+    warm: bool = False  # started standing by (the warm pool): follows its serve flag, promoted or not
+    standby: bool = False  # models loaded and ready, not reading the queue (a warm worker not promoted)
     cpu_utilisation: float = 0.0  # the process's CPU seconds per second since its previous beat (one core = 1)
     first_served_wall_s: float | None = None  # first entry served since it began taking work (start or promotion)
 

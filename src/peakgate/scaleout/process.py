@@ -2,7 +2,8 @@
 
 The queue settings (`[queue]`) and the models come from that file; `--redis` overrides the URL, `--models`
 picks some of the configured models (an unknown name exits 2 before anything starts), `--concurrency` sets
-the batches each model runs side by side (default: what `peakgate serve` gives the engine). SIGTERM or
+the batches each model runs side by side (default: what `peakgate serve` gives the engine), `--standby` starts
+it warm (models loaded, reading nothing until the autoscaler promotes it; see `worker`). SIGTERM or
 SIGINT drains the worker (see `worker`) and the process exits 0, or 1 if its engines never became ready.
 """
 
@@ -31,14 +32,14 @@ _log = logging.getLogger(__name__)
 
 
 def run_worker(config: Path | None, redis_url: str | None, models: Sequence[str] | None,
-               concurrency: int | None) -> int:
+               concurrency: int | None, standby: bool = False) -> int:
     settings = load_settings(config)
     chosen = select_models(settings, models)
     if concurrency is not None and concurrency < 1:
         raise BadRequest(f"--concurrency must be at least 1, not {concurrency}")
     queue = settings.queue if redis_url is None else settings.queue.model_copy(update={"redis_url": redis_url})
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    return asyncio.run(_serve(settings, queue, chosen, concurrency))
+    return asyncio.run(_serve(settings, queue, chosen, concurrency, standby))
 
 
 def select_models(settings: Settings, names: Sequence[str] | None) -> tuple[ModelConfig, ...]:
@@ -55,19 +56,20 @@ def select_models(settings: Settings, names: Sequence[str] | None) -> tuple[Mode
 
 
 async def _serve(settings: Settings, queue: QueueConfig, models: Sequence[ModelConfig],
-                 concurrency: int | None) -> int:
+                 concurrency: int | None, standby: bool) -> int:
     worker_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:4]}"
     worker = Worker(
         config=queue, batcher=settings.batcher, classes=settings.classes,
         backends={m.name: build_backend(m, settings.models_dir) for m in models},
         concurrency={m.name: concurrency or worker_count(m) for m in models},
         transport=RedisStreams.connect(queue, worker_id), clock=MonotonicClock(), wall=SystemWallClock(),
-        worker_id=worker_id, grace_s=settings.shutdown_grace_s,
+        worker_id=worker_id, grace_s=settings.shutdown_grace_s, standby=standby,
     )
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, worker.stop)
-    _log.info("worker %s serving %s", worker_id, ", ".join(m.name for m in models))
+    _log.info("worker %s %s %s", worker_id, "standing by for" if standby else "serving",
+              ", ".join(m.name for m in models))
     code = await worker.run()
     _log.info("worker %s stopped (%s)", worker_id, worker.counts)
     return code

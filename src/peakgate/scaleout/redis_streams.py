@@ -10,6 +10,7 @@
   answered and still pending (it runs again; the gateway drops the second answer), never acknowledged
   unanswered. Finished entries leave the stream, so a stream holds exactly the work not yet done;
 - a stream whose group is gone (Redis restarted empty) gets it back on the next read.
+- flag: EXISTS of a standby worker's serve flag (set and cleared by the autoscaler).
 
 Every Redis failure becomes `QueueUnreachable`; the client never retries by itself (one failure should
 reach the caller's backoff at once) and every call has `socket_timeout_ms`.
@@ -61,14 +62,7 @@ class RedisStreams:
 
     @classmethod
     def connect(cls, config: QueueConfig, consumer: str) -> RedisStreams:
-        """A client for `config.redis_url` (connections open lazily: an unreachable Redis fails the first call)."""
-        timeout = config.socket_timeout_ms / 1000.0
-        try:
-            client = aioredis.Redis.from_url(config.redis_url, socket_timeout=timeout,
-                                             socket_connect_timeout=timeout, retry=Retry(NoBackoff(), 0))
-        except ValueError as exc:
-            raise ConfigError(f"queue.redis_url is not a Redis URL: {exc}") from exc
-        return cls(client, config, consumer)
+        return cls(redis_client(config), config, consumer)
 
     async def ensure_groups(self, streams: Sequence[str]) -> None:
         for stream in streams:
@@ -168,6 +162,16 @@ class RedisStreams:
     def _unreachable(self, what: str, exc: BaseException) -> QueueUnreachable:
         return QueueUnreachable(f"work queue unreachable ({what}: {exc}); retry shortly",
                                 retry_after_s=self._retry_after_s)
+
+
+def redis_client(config: QueueConfig) -> aioredis.Redis:
+    """A client for `config.redis_url` (connections open lazily: an unreachable Redis fails the first call)."""
+    timeout = config.socket_timeout_ms / 1000.0
+    try:
+        return aioredis.Redis.from_url(config.redis_url, socket_timeout=timeout, socket_connect_timeout=timeout,
+                                       retry=Retry(NoBackoff(), 0))
+    except ValueError as exc:
+        raise ConfigError(f"queue.redis_url is not a Redis URL: {exc}") from exc
 
 
 def _delivery(stream: Any, entry: Sequence[Any]) -> Delivery:

@@ -16,6 +16,13 @@ Bad input. An entry that does not decode is acknowledged, logged and counted, ne
 why when its request id and reply stream can be read). A model that fails to load or warm keeps the worker
 from ever reading work or reporting ready; it beats `ready = false` with the error until stopped, and exits 1.
 
+Standing by (`standby=True`, `peakgate worker --standby`: the warm pool). The worker loads and warms its models,
+joins the groups and beats ready with `standby = true`, but reads nothing (gateways do not count it) until its
+serve flag (`Keys.serve_flag`, set by the autoscaler) appears; it polls the flag every `read_block_ms`, so a
+promotion takes effect within that. Once the flag is cleared (seen at a heartbeat) it stops reading, finishes
+what it holds and stands by again. A flag is per worker, not a shared consumer group joined on promotion: the
+autoscaler picks which warm worker serves, and taking a worker back needs no group bookkeeping.
+
 Stopping (`stop()`, on SIGTERM): no more reading or reclaiming, ready = false, the held entries finish and
 are answered within `grace_s`; what is still running after that stays pending for another worker.
 """
@@ -36,7 +43,7 @@ from peakgate.config import BatcherConfig, ClassConfig, PriorityClass
 from peakgate.errors import BadRequest, DeadlineExceeded, PeakgateError
 from peakgate.observe.metrics import Metrics
 from peakgate.scaleout import codec
-from peakgate.scaleout.cluster import Counts, Heartbeat, ModelLoad, encode_beat
+from peakgate.scaleout.cluster import Counts, CpuMeter, Heartbeat, ModelLoad, encode_beat
 from peakgate.scaleout.keys import Keys
 from peakgate.scaleout.outbox import Outbox
 from peakgate.scaleout.settings import QueueConfig
@@ -54,7 +61,7 @@ class Worker:
     def __init__(
         self, *, config: QueueConfig, batcher: BatcherConfig, classes: Mapping[PriorityClass, ClassConfig],
         backends: Mapping[str, Backend], concurrency: Mapping[str, int], transport: WorkerTransport, clock: Clock,
-        wall: WallClock, worker_id: str, grace_s: float,
+        wall: WallClock, worker_id: str, grace_s: float, standby: bool = False,
     ) -> None:
         self._config = config
         self._backends = dict(backends)
@@ -68,6 +75,11 @@ class Worker:
         self._grace_s = grace_s
         keys = Keys(config.stream_prefix)
         self._beat_key = keys.heartbeat(worker_id)
+        self._serve_key = keys.serve_flag(worker_id)
+        self._warm = standby  # started standing by: follows its serve flag both ways
+        self._standby = standby
+        self._first_served_wall: float | None = None  # since it began taking work (start or promotion)
+        self._cpu = CpuMeter(clock)
         self._streams = [stream for streams in keys.work_by_class(backends) for stream in streams]  # by class
         self._route = {keys.work(m, p): (m, p) for m in backends for p in classes}
         self._hold_limit = 0  # set once the engines say how large their batches are
@@ -117,6 +129,8 @@ class Worker:
             await asyncio.gather(*tasks, return_exceptions=True)
         with contextlib.suppress(QueueUnreachable):
             await self._transport.forget(self._beat_key)
+            if self._warm:
+                await self._transport.forget(self._serve_key)
         await self._scheduler.close()
         await asyncio.gather(*(b.close() for b in self._backends.values()), return_exceptions=True)
         await self._transport.close()
@@ -155,6 +169,8 @@ class Worker:
                     await self._transport.ensure_groups(self._streams)
                     self._joined = True
                     await self._publish()  # ready now: gateways need not wait for the next beat
+                if self._standby and not await self._promoted():
+                    continue
                 deliveries = await self._read(free)
             except QueueUnreachable as exc:
                 await self._pause(exc)
@@ -164,6 +180,22 @@ class Worker:
                 self._backoff.succeeded()
             for delivery in deliveries:
                 self._accept(delivery)
+
+    async def _promoted(self) -> bool:
+        """Standing by: true once the serve flag is set; else false after `read_block_ms` (or a stop)."""
+        if await self._transport.flag(self._serve_key):
+            self._set_standby(False)
+            await self._publish()
+            return True
+        assert self._stopping is not None
+        await wait_any([self._stopping], self._clock, self._clock.now() + self._config.read_block_ms / 1000.0)
+        return False
+
+    def _set_standby(self, standby: bool) -> None:
+        self._standby = standby
+        if not standby:
+            self._first_served_wall = None  # decision to first request served counts from this promotion
+        _log.info("worker %s %s", self.worker_id, "stands by again" if standby else "promoted: taking work")
 
     async def _read(self, free: int) -> list[Delivery]:
         got = await self._transport.read(self._streams, free)  # the most critical class first
@@ -216,6 +248,8 @@ class Worker:
             reply = codec.failure(entry.request_id, exc)
         else:
             self.counts.served += 1
+            if self._first_served_wall is None:
+                self._first_served_wall = self._wall.now()
             reply = codec.success(entry.request_id, texts)
         await self._finish(delivery, (entry.reply_to, reply))
 
@@ -258,7 +292,9 @@ class Worker:
             try:
                 await self._publish()
                 await self._touch()
-                if self.ready:
+                if self._warm and not self._standby and not await self._transport.flag(self._serve_key):
+                    self._set_standby(True)  # taken back: the read loop stops at its next turn
+                if self.ready and not self._standby:
                     await self._reclaim()
                 failing = False
             except QueueUnreachable as exc:
@@ -275,7 +311,8 @@ class Worker:
         models = {m: ModelLoad(s.capacity_per_s(m), s.service_time_s(m, 1), s.oldest_wait_s(m)) for m in self._backends}
         return Heartbeat(worker=self.worker_id, pid=os.getpid(), ready=self.ready, draining=self._stop_requested,
                          error=self._error, models=models, held=self._held_segments, hold_limit=self._hold_limit,
-                         counts=self.counts, at_wall_s=self._wall.now())
+                         counts=self.counts, at_wall_s=self._wall.now(), warm=self._warm, standby=self._standby,
+                         cpu_utilisation=self._cpu.read(), first_served_wall_s=self._first_served_wall)
 
     async def _touch(self) -> None:
         by_stream: dict[str, list[str]] = {}

@@ -13,12 +13,12 @@ from collections.abc import Awaitable, Sequence
 from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import ResponseError
 
 from peakgate.errors import BadRequest
 from peakgate.scaleout.cluster import Heartbeat, decode_beat
 from peakgate.scaleout.keys import Keys
-from peakgate.scaleout.redis_streams import RedisStreams, redis_client
+from peakgate.scaleout.redis_streams import RedisStreams, guarded, redis_client, unreachable
 from peakgate.scaleout.settings import QueueConfig
 from peakgate.scaleout.transport import QueueUnreachable
 
@@ -76,10 +76,7 @@ class RedisControl:
         await self._client.aclose()
 
     async def _guard(self, what: str, call: Awaitable[_T]) -> _T:
-        try:
-            return await call
-        except (RedisError, OSError) as exc:
-            raise self._unreachable(what, exc) from exc
+        return await guarded(what, call, self._retry_after_s)
 
     def _unreachable(self, what: str, exc: BaseException) -> QueueUnreachable:
-        return QueueUnreachable(f"work queue unreachable ({what}: {exc})", retry_after_s=self._retry_after_s)
+        return unreachable(what, exc, self._retry_after_s)

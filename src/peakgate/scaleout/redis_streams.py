@@ -154,14 +154,23 @@ class RedisStreams:
         await self._client.aclose()
 
     async def _guard(self, what: str, call: Awaitable[_T]) -> _T:
-        try:
-            return await call
-        except (RedisError, OSError) as exc:
-            raise self._unreachable(what, exc) from exc
+        return await guarded(what, call, self._retry_after_s)
 
     def _unreachable(self, what: str, exc: BaseException) -> QueueUnreachable:
-        return QueueUnreachable(f"work queue unreachable ({what}: {exc}); retry shortly",
-                                retry_after_s=self._retry_after_s)
+        return unreachable(what, exc, self._retry_after_s)
+
+
+def unreachable(what: str, exc: BaseException, retry_after_s: float) -> QueueUnreachable:
+    """A Redis failure as the queue's error: callers answer 503 + Retry-After, never hang."""
+    return QueueUnreachable(f"work queue unreachable ({what}: {exc}); retry shortly", retry_after_s=retry_after_s)
+
+
+async def guarded(what: str, call: Awaitable[_T], retry_after_s: float) -> _T:
+    """Await a Redis call, mapping its failures to `QueueUnreachable`."""
+    try:
+        return await call
+    except (RedisError, OSError) as exc:
+        raise unreachable(what, exc, retry_after_s) from exc
 
 
 def redis_client(config: QueueConfig) -> aioredis.Redis:

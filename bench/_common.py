@@ -142,3 +142,32 @@ def cpu_info() -> str:
     return (f"cpu: {model or platform.processor() or '?'}; os.cpu_count()={os.cpu_count()} usable={affinity}; "
             f"python {platform.python_version()}; ctranslate2 {ctranslate2.__version__} "
             f"(cpu compute types {compute})")
+
+
+def heldout_pairs(catalogs: Iterable[str], count: int, *, exclude: Iterable[str] = (), seed: int = 22,
+                  locale_dir: Path = Path("/usr/share/locale/es/LC_MESSAGES")) -> list[DevRow]:
+    """`count` English/Spanish pairs from held-out gettext catalogs (a check beside the dev set, never tuned on):
+    single-line, no format strings (the dev set has none), not in `exclude`, shuffled with `seed`."""
+    import gettext
+    import random
+
+    skip = set(exclude)
+    rows: list[DevRow] = []
+    for name in sorted(catalogs):
+        path = locale_dir / name
+        if not path.is_file():
+            continue
+        with path.open("rb") as fh:
+            catalog: dict[object, str] = gettext.GNUTranslations(fh)._catalog  # type: ignore[attr-defined]
+        for key, target in catalog.items():
+            if isinstance(key, str) and _usable(key, target) and key not in skip:
+                skip.add(key)
+                rows.append(DevRow(name, key, target))
+    random.Random(seed).shuffle(rows)
+    return rows[:count]
+
+
+def _usable(source: str, target: str) -> bool:
+    return (bool(source.strip()) and bool(target.strip()) and source != target and "%" not in source
+            and "\n" not in source + target and "\x04" not in source and len(source) <= 200
+            and any(ch.isalpha() for ch in source))

@@ -1,13 +1,20 @@
-"""Dev-set quality of every en→es model through the real peakgate backends, plus two checks.
+"""Dev-set quality of every en→es model and tier through the real peakgate backends, plus checks.
 
-    python -m bench.quality [--beams 1,2,4] [--write-manifest]
+    python -m bench.quality [--beams 1,2,4] [--guards both] [--tiers] [--speed-rounds 5] [--heldout 400]
+                            [--write-manifest]
 
-- Table: model, engine, precision, beam, chrF, BLEU (sacrebleu defaults), seconds, sentences/s.
-  The served classes decode with beam 1 (interactive, batch) and beam 2 (document); beam 4 is the reference
-  figure measured when the students were built. Apertium has no search: one row, beam "-".
+- Models: model, engine, precision, decoding guards (off / on: `ModelConfig`'s served values), beam, dev chrF
+  and BLEU (sacrebleu defaults), probe-set chrF (bench/data/probe.en-es.tsv: 50 everyday sentences, greetings,
+  questions and labels with human references), seconds, sentences/s. The served classes decode with beam 1
+  (interactive, batch) and beam 2 (document); beam 4 is the reference figure. Apertium has no search: beam "-".
+- Tiers (`--tiers`): each tier's primary engine alone, and with quality estimation and its fallback engine
+  (bench/quality_tiers.py); probe outputs equal to their input, or looping, are counted.
+- Speed (`--speed-rounds N`): guards off vs on, interleaved rounds in the same run.
+- Held-out check (`--heldout N`): the tier table again on N pairs of the held-out catalogs the dev set does not
+  use, a check on the thresholds tuned on the dev set (never tuned on).
 - Apertium == CLI: ApertiumBackend's output must equal `apertium -u eng-spa`, sentence by sentence.
-- Gate: int8 chrF must not be more than 1.0 below fp32 chrF at any beam measured. Exit 1 when it fails,
-  exit 2 when only the Apertium check fails, 0 otherwise.
+- Gate: int8 chrF must not be more than 1.0 below fp32 chrF at any beam measured (guards on and off alike).
+  Exit 1 when it fails, exit 2 when only the Apertium check fails, 0 otherwise.
 """
 
 from __future__ import annotations
@@ -28,11 +35,14 @@ if __package__ in (None, ""):  # `python bench/quality.py`
 
 import sacrebleu
 
+from bench import quality_tiers as tiers
 from bench._common import (
     BATCH_SIZE,
     CLASS_BEAMS,
     FP32_MODEL,
     INT8_MODEL,
+    REPO_ROOT,
+    cpu_info,
     default_dev_path,
     file_sha256,
     heldout_catalogs,
@@ -47,7 +57,8 @@ from peakgate.config import REPO_MODELS_DIR, ModelConfig
 
 GATE_TOLERANCE_CHRF = 1.0
 MANIFEST = REPO_MODELS_DIR / "student-en-es.manifest.json"
-HEADERS = ("model", "engine", "precision", "beam", "chrF", "BLEU", "seconds", "sent/s")
+PROBE = REPO_ROOT / "bench" / "data" / "probe.en-es.tsv"
+HEADERS = ("model", "engine", "precision", "guards", "beam", "chrF", "BLEU", "probe chrF", "seconds", "sent/s")
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +71,8 @@ class QualityRow:
     bleu: float
     seconds: float
     sentences: int
+    guards: bool | None = True  # None: the engine has none
+    probe_chrf: float | None = None
 
     @property
     def sent_per_s(self) -> float:
@@ -67,7 +80,10 @@ class QualityRow:
 
     def cells(self) -> tuple[object, ...]:
         beam = "-" if self.beam is None else str(self.beam)
-        return (self.model, self.engine, self.precision, beam, self.chrf, self.bleu, self.seconds, self.sent_per_s)
+        guards = "-" if self.guards is None else ("on" if self.guards else "off")
+        probe = "-" if self.probe_chrf is None else self.probe_chrf
+        return (self.model, self.engine, self.precision, guards, beam, self.chrf, self.bleu, probe, self.seconds,
+                self.sent_per_s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,10 +107,10 @@ def metric_signatures() -> dict[str, str]:
     return {"chrf": str(chrf.get_signature()), "bleu": str(bleu.get_signature())}
 
 
-def chrf_by_model(rows: Sequence[QualityRow]) -> dict[str, dict[int, float]]:
+def chrf_by_model(rows: Sequence[QualityRow], *, guards: bool | None = True) -> dict[str, dict[int, float]]:
     out: dict[str, dict[int, float]] = {}
     for row in rows:
-        if row.beam is not None:
+        if row.beam is not None and row.guards is guards:
             out.setdefault(row.model, {})[row.beam] = row.chrf
     return out
 
@@ -118,12 +134,14 @@ def gate(chrf: Mapping[str, Mapping[int, float]], *, int8: str = INT8_MODEL, fp3
 
 
 async def measure(config: ModelConfig, sources: Sequence[str], references: Sequence[str], beams: Sequence[int],
-                  batch_size: int = BATCH_SIZE) -> tuple[list[QualityRow], dict[int | None, list[str]]]:
-    """Rows and hypotheses (keyed by beam; None for engines without search) for one model."""
+                  batch_size: int = BATCH_SIZE, *, probe: tiers.EvalSet | None = None,
+                  guards: bool = True) -> tuple[list[QualityRow], dict[int | None, list[str]]]:
+    """Rows and hypotheses (keyed by beam; None for engines without search) for one model; `guards` False:
+    a CTranslate2 model decodes without its decoding guards."""
     rows: list[QualityRow] = []
     hyps: dict[int | None, list[str]] = {}
     searchable = config.engine == "ctranslate2"
-    async with started(config) as backend:
+    async with started(config if guards or not searchable else tiers.unguarded(config)) as backend:
         for beam in beams if searchable else [1]:
             options = DecodeOptions(beam_size=beam)
             t0 = time.perf_counter()
@@ -131,10 +149,15 @@ async def measure(config: ModelConfig, sources: Sequence[str], references: Seque
                                       options=options, batch_size=batch_size)
             seconds = time.perf_counter() - t0
             chrf, bleu = score(out, references)
+            probe_chrf = None
+            if probe is not None:
+                probe_out = await translate_all(backend, probe.sources, config.source, config.target,
+                                                options=options, batch_size=batch_size)
+                probe_chrf = score(probe_out, probe.references)[0]
             key = beam if searchable else None
             hyps[key] = out
             rows.append(QualityRow(config.name, config.engine, config.precision, key, chrf, bleu, seconds,
-                                   len(sources)))
+                                   len(sources), guards if searchable else None, probe_chrf))
     return rows, hyps
 
 
@@ -242,10 +265,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench.quality", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dev", type=Path, default=default_dev_path(), help="dev TSV: catalog, en, es (no header)")
+    p.add_argument("--probe", type=Path, default=PROBE, help="probe TSV (category, en, es); '' to skip")
     p.add_argument("--limit", type=int, default=None, help="only the first N dev rows")
     p.add_argument("--beams", type=_beams, default=[1, 2, 4],
                    help="beam sizes for the CTranslate2 models (default 1,2,4: interactive, document, reference)")
     p.add_argument("--beam", type=int, default=None, help="a single beam size (overrides --beams)")
+    p.add_argument("--guards", choices=("both", "on", "off"), default="both",
+                   help="CTranslate2 decoding guards: measure without and with them (default), or one")
+    p.add_argument("--tiers", action="store_true", help="the tier table: quality estimation and fallback off / on")
+    p.add_argument("--speed-rounds", type=int, default=0, help="guards off vs on, interleaved rounds (0: skip)")
+    p.add_argument("--heldout", type=int, default=0,
+                   help="also run the tier table on N pairs of the held-out catalogs outside the dev set")
     p.add_argument("--batch-size", type=int, default=BATCH_SIZE)
     p.add_argument("--models", default=None, help="comma-separated model names (default: every en→es model)")
     p.add_argument("--cli", choices=("sentence", "file", "skip"), default="sentence",
@@ -259,48 +289,68 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+async def measure_models(args: argparse.Namespace, configs: Sequence[ModelConfig], dev: tiers.EvalSet,
+                         probe: tiers.EvalSet | None) -> tuple[list[QualityRow], dict[str, list[str]], list[str]]:
+    """Every model's rows (CTranslate2 ones without and/or with the guards), Apertium's outputs, failures."""
+    rows: list[QualityRow] = []
+    apertium_out: dict[str, list[str]] = {}
+    failures: list[str] = []
+    guard_settings = {"both": (False, True), "on": (True,), "off": (False,)}[args.guards]
+    for config in configs:
+        for guards in guard_settings if config.engine == "ctranslate2" else (True,):
+            try:
+                model_rows, hyps = await measure(config, dev.sources, dev.references, args.beams, args.batch_size,
+                                                 probe=probe, guards=guards)
+            except Exception as exc:  # report and carry on: the gate then fails if a student is missing
+                failures.append(f"{config.name}: {type(exc).__name__}: {exc}")
+                continue
+            rows.extend(model_rows)
+            if config.engine == "apertium":
+                apertium_out[config.name] = hyps[None]
+    return rows, apertium_out, failures
+
+
+def gate_all(rows: Sequence[QualityRow]) -> GateResult:
+    """The int8 >= fp32 - 1 chrF gate for each guard setting measured."""
+    results = [(g, gate(chrf_by_model(rows, guards=g))) for g in (False, True) if chrf_by_model(rows, guards=g)]
+    if not results:
+        return gate({})
+    lines = [f"guards {'on' if g else 'off'}: {line}" for g, r in results for line in r.lines]
+    return GateResult(all(r.passed for _, r in results), lines)
+
+
 async def run(args: argparse.Namespace) -> int:
     rows_dev = load_dev(args.dev, args.limit)
-    sources = [r.en for r in rows_dev]
-    refs = [r.es for r in rows_dev]
+    dev = tiers.EvalSet.of(rows_dev)
     catalogs = sorted({r.catalog for r in rows_dev})
     heldout = heldout_catalogs(args.dev)
+    print(cpu_info())
     print(f"dev set: {args.dev} ({len(rows_dev)} rows, catalogs {catalogs})")
     if heldout is not None:
         outside = sorted(set(catalogs) - heldout)
         print(f"  held-out catalogs: {'all dev catalogs are held out' if not outside else f'NOT held out: {outside}'}")
     print(f"batch size {args.batch_size}; served beams: {CLASS_BEAMS} (beam 4 = reference)")
+    probe = tiers.EvalSet.of(load_dev(args.probe)) if str(args.probe) and args.probe.is_file() else None
 
-    names = args.models.split(",") if args.models else None
-    configs = select_models("en", "es", names)
-    rows: list[QualityRow] = []
-    apertium_out: dict[str, list[str]] = {}
-    failures: list[str] = []
-    for config in configs:
-        try:
-            model_rows, hyps = await measure(config, sources, refs, args.beams, args.batch_size)
-        except Exception as exc:  # report and carry on: the gate then fails if a student is missing
-            failures.append(f"{config.name}: {type(exc).__name__}: {exc}")
-            continue
-        rows.extend(model_rows)
-        if config.engine == "apertium":
-            apertium_out[config.name] = hyps[None]
-
+    configs = select_models("en", "es", args.models.split(",") if args.models else None)
+    rows, apertium_out, failures = await measure_models(args, configs, dev, probe)
     print()
     print(render_table(HEADERS, [r.cells() for r in rows]))
     for failure in failures:
         print(f"UNAVAILABLE {failure}")
 
-    cli = None if args.cli == "skip" else await check_cli(args, configs, apertium_out, sources, refs)
-    result = gate(chrf_by_model(rows))
+    cli = None if args.cli == "skip" else await check_cli(args, configs, apertium_out, dev.sources, dev.references)
+    result = gate_all(rows)
     print()
     for line in result.lines:
         print(f"  {line}")
     print("GATE PASSED" if result.passed else "GATE FAILED: int8 chrF is more than "
           f"{GATE_TOLERANCE_CHRF} below fp32 (or a student could not be measured)")
+    await tiers.report_extras(args, configs, dev, probe, dev_catalogs=set(catalogs), score=score)
 
     if args.write_manifest:
-        write_manifest(args.manifest, manifest_scores(rows, args.dev, len(rows_dev), catalogs, gate_result=result,
+        served = [r for r in rows if r.guards is not False]
+        write_manifest(args.manifest, manifest_scores(served, args.dev, len(rows_dev), catalogs, gate_result=result,
                                                       batch_size=args.batch_size, cli=cli))
         print(f"wrote scores to {args.manifest}")
     if not result.passed:

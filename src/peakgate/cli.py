@@ -91,9 +91,14 @@ def _build_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--heldout", type=Path, default=shared / "heldout-catalogs.txt",
                         help="catalogs never trained on (evaluation data)")
     parser.add_argument("--dev", type=Path, default=shared / "dev.en-es.tsv", help="dev set (catalog, en, es)")
-    parser.add_argument("--build-dir", type=Path, default=_REPO / "build" / "models", help="intermediate files")
+    parser.add_argument("--recipe", default="student-en-es", help="student-en-es (default) or student-en-es-large")
+    parser.add_argument("--build-dir", type=Path, help="intermediate files and the training checkpoint "
+                        "(default build/models, or build/RECIPE for another recipe)")
     parser.add_argument("--models-dir", type=Path, default=_REPO / "models", help="where converted models go")
-    parser.add_argument("--minutes", type=float, default=60.0, help="training time budget in minutes")
+    parser.add_argument("--lists-dir", type=Path, default=Path("/var/lib/apt/lists"),
+                        help="apt's Translation-en/-es indexes (recipes that train on package descriptions)")
+    parser.add_argument("--minutes", type=float,
+                        help="training budget in minutes, over every resume together (default: the recipe's)")
     parser.add_argument("--convert-only", action="store_true",
                         help="skip gathering and training: reconvert the trained model in --build-dir")
 
@@ -174,15 +179,30 @@ def _models(args: argparse.Namespace) -> int:
 
         print(ModelRegistry(load_settings(args.config)).format_listing())
         return 0
-    from peakgate.models import build, convert
-    from peakgate.models.train import Recipe
+    import dataclasses
 
-    paths = build.BuildPaths(args.locale_dir, args.heldout, args.dev, args.build_dir, args.models_dir)
+    from peakgate.models import build, convert
+    from peakgate.models.checkpoint import TrainingInterrupted
+    from peakgate.models.train import RECIPES
+
+    if args.recipe not in RECIPES:
+        raise BadRequest(f"unknown recipe {args.recipe!r}; known recipes: {', '.join(RECIPES)}")
+    recipe = RECIPES[args.recipe]
+    if args.minutes is not None:
+        recipe = dataclasses.replace(recipe, train_minutes=args.minutes)
+    default_dir = "models" if args.recipe == "student-en-es" else args.recipe
+    build_dir = args.build_dir or _REPO / "build" / default_dir
+    paths = build.BuildPaths(args.locale_dir, args.heldout, args.dev, build_dir, args.models_dir, args.recipe,
+                             args.lists_dir)
     if args.convert_only:
-        for path in convert.convert(args.build_dir / "hf", args.models_dir, paths.name).values():
+        for path in convert.convert(build_dir / "hf", args.models_dir, paths.name).values():
             print(path)
         return 0
-    build.build(paths, Recipe(train_minutes=args.minutes))
+    try:
+        build.build(paths, recipe)
+    except TrainingInterrupted as exc:
+        print(f"peakgate: {exc}", file=sys.stderr)
+        return 75  # EX_TEMPFAIL: nothing is wrong, run the same command again to go on
     return 0
 
 

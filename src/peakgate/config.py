@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from peakgate.admission.settings import AdmissionConfig
 from peakgate.atrest.settings import AtRestConfig
+from peakgate.backends.apertium_modes import ModePair, discover_modes
 from peakgate.cache.settings import CacheConfig
 from peakgate.cluster.config import ClusterConfig
 from peakgate.control.loop_settings import AutoscaleConfig
@@ -19,6 +20,7 @@ from peakgate.errors import ConfigError
 from peakgate.glossary.store import GlossaryStoreKind
 from peakgate.jobs.config import JobsConfig
 from peakgate.memory.settings import TmConfig
+from peakgate.quality.settings import QualityConfig
 from peakgate.redaction.policy import RedactionPolicy
 from peakgate.redaction.settings import RedactionConfig
 from peakgate.resilience.settings import ResilienceConfig
@@ -57,6 +59,16 @@ class ModelConfig(_Frozen):
     bulk_nice: int = Field(default=19, ge=0, le=19)
     max_batch_size: int = 32
     preferred_batch_sizes: tuple[int, ...] = (8, 16, 32)
+    # ctranslate2 decoding guards, measured on the dev set (docs/quality.md): outputs capped at this many times
+    # their source's tokens (+10), repeated 3-grams blocked, and repeated tokens penalised (together: no loop
+    # left in the dev and held-out catalogs, +0.2-0.35 chrF). None / 0 / 1.0 turn each off.
+    max_decoding_length_ratio: float | None = Field(default=2.0, gt=0)
+    no_repeat_ngram_size: int = Field(default=3, ge=0)
+    repetition_penalty: float = Field(default=1.1, gt=0)
+    # ctranslate2: a batch is sorted by source length and decoded in groups of this many, each capped by its own
+    # longest source, so one long sentence pads and holds only its group (0: one group). 16 measured fastest on
+    # the dev set in batches of 32 (8 was slower than one group: too little width per decoding step).
+    length_group_size: int = Field(default=16, ge=0)
     base_url: str | None = None  # openai-compatible upstream
     api_key: str | None = None
     upstream_model: str | None = None
@@ -137,6 +149,40 @@ class GlossaryConfig(_Frozen):
     path: Path | None = None  # None: `<data_dir>/glossaries.sqlite3`; relative paths live under data_dir
 
 
+class ApertiumConfig(_Frozen):
+    """The installed Apertium pairs, discovered from their modes and served beside the configured models."""
+
+    # None: discover when the config lists no models (the embedded default), so a deployment that lists its
+    # models gets exactly those unless it asks for more; true / false: always / never.
+    discover: bool | None = None
+    allow: tuple[str, ...] = ()  # modes ("eng-cat") or pairs ("en-ca") to serve; empty: every installed one
+    pipelines: int = Field(default=1, ge=1)  # per discovered pair; the shipped en<->es models set their own
+
+
+class PivotConfig(_Frozen):
+    """Two-hop translation (source -> pivot -> target) for pairs no model serves directly."""
+
+    enabled: bool = True
+    # Tried in order. Spanish first: most Debian pairs go through it; English reaches the Galician pairs.
+    languages: tuple[str, ...] = ("es", "en")
+
+
+class DetectionConfig(_Frozen):
+    """Source-language detection (lingua) for requests without a source."""
+
+    # "high": lingua's full n-gram models (~300 MB, ~0.3 ms a call; far better on short UI strings, see
+    # docs/languages.md); "low": trigrams only (~40 MB, ~0.07 ms).
+    accuracy: Literal["high", "low"] = "high"
+    # Languages recognised only to refuse them by name: without them German would be scored as the nearest
+    # served language and translated as that. Latin-script ones cost accuracy on the served ones; the others
+    # load their models only when text in their script arrives.
+    also_recognise: tuple[str, ...] = ("de", "nl", "pl", "ro", "sv", "ru", "uk", "el", "ar", "he", "hi", "zh",
+                                       "ja", "ko")
+    # An unserved language scored below this loses to the best served one (short strings are ambiguous);
+    # at or above it the request is refused, naming the language.
+    min_confidence: float = Field(default=0.5, ge=0.0, le=1.0)
+
+
 def _privacy_first() -> RedactionPolicy:
     # De-identification is on unless a deployment turns it off: raw PII must never reach caches, TM or logs.
     return RedactionPolicy(default=RedactionConfig(enabled=True))
@@ -167,6 +213,10 @@ class Settings(_Frozen):
     queue: QueueConfig = QueueConfig()  # in-process (embedded default) or Redis Streams with worker processes
     cluster: ClusterConfig | None = None  # gateway clusters behind `peakgate route` (cluster/config.py)
     autoscale: AutoscaleConfig = AutoscaleConfig()  # `peakgate autoscale` (control/loop_settings.py)
+    apertium: ApertiumConfig = ApertiumConfig()
+    pivot: PivotConfig = PivotConfig()
+    detection: DetectionConfig = DetectionConfig()
+    quality: QualityConfig = QualityConfig()  # quality estimation and fallback (quality/settings.py)
     # On SIGTERM: open requests, then the running jobs' chunks, get this long before the process exits anyway
     # (interrupted jobs resume at the next start).
     shutdown_grace_s: float = Field(default=10.0, gt=0)
@@ -196,6 +246,14 @@ class Settings(_Frozen):
                 raise ValueError(f"tier {tier!r} names unknown models {missing}")
         if self.tiers and self.default_tier not in self.tiers:
             raise ValueError(f"default_tier {self.default_tier!r} is not a tier")
+        return self
+
+    @model_validator(mode="after")
+    def _check_off_peak(self) -> Settings:
+        # The forecast is published by `peakgate autoscale`, which runs only beside the shared Redis queue.
+        if self.jobs.off_peak_source == "forecast" and self.queue.backend != "redis":
+            raise ValueError('jobs.off_peak_source = "forecast" reads what `peakgate autoscale` publishes in the '
+                             'queue\'s Redis: set [queue] backend = "redis" (and its redis_url)')
         return self
 
     def model(self, name: str) -> ModelConfig | None:
@@ -237,6 +295,41 @@ def default_tiers() -> dict[str, tuple[str, ...]]:
     }
 
 
+def _allowed(allow: tuple[str, ...], pair: ModePair) -> bool:
+    return not allow or pair.mode in allow or f"{pair.source}-{pair.target}" in allow
+
+
+def _place(chain: tuple[str, ...], new: ModelConfig, models: dict[str, ModelConfig]) -> tuple[str, ...]:
+    """`chain` with `new` appended, or, for a regional target ("en-us"), put before the first model of its pair
+    for the base language: the router takes the first live model serving a request, and a model for "en"
+    serves "en-us" too."""
+    base = new.target.partition("-")[0]
+    if base != new.target:
+        for i, name in enumerate(chain):
+            other = models[name]
+            if (other.source, other.target) == (new.source, base):
+                return (*chain[:i], new.name, *chain[i:])
+    return (*chain, new.name)
+
+
+def with_installed(settings: Settings, installed: tuple[ModePair, ...]) -> Settings:
+    """`settings` plus a model, in every tier, for each installed Apertium pair no configured model runs."""
+    taken = {m.mode for m in settings.models if m.engine == "apertium"}
+    names = {m.name for m in settings.models}
+    added = tuple(
+        ModelConfig(name=f"apertium-{p.source}-{p.target}", engine="apertium", source=p.source, target=p.target,
+                    mode=p.mode, pipelines=settings.apertium.pipelines)
+        for p in installed
+        if p.mode not in taken and f"apertium-{p.source}-{p.target}" not in names
+        and _allowed(settings.apertium.allow, p)
+    )
+    models = {m.name: m for m in (*settings.models, *added)}
+    tiers = dict(settings.tiers)
+    for model in added:
+        tiers = {tier: _place(chain, model, models) for tier, chain in tiers.items()}
+    return settings.model_copy(update={"models": (*settings.models, *added), "tiers": tiers})
+
+
 def _read_file(path: Path) -> dict[str, object]:
     try:
         text = path.read_text(encoding="utf-8")
@@ -264,11 +357,16 @@ def load_settings(path: Path | None = None, **overrides: object) -> Settings:
     if "PEAKGATE_STORE_KEY" in os.environ:
         at_rest = data.get("at_rest")
         data["at_rest"] = {**(at_rest if isinstance(at_rest, dict) else {}), "key": os.environ["PEAKGATE_STORE_KEY"]}
-    if "models" not in file_data:  # the embedded default brings its tier map along
+    embedded = "models" not in file_data and overrides.get("models") is None
+    if embedded:  # the embedded default brings its tier map along
         data["models"] = default_models()
         data.setdefault("tiers", default_tiers())
     data.update({k: v for k, v in overrides.items() if v is not None})
     try:
-        return Settings.model_validate(data)
+        settings = Settings.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(f"invalid config: {exc}") from exc
+    discover = settings.apertium.discover
+    if discover or (discover is None and embedded):
+        settings = with_installed(settings, discover_modes())
+    return settings

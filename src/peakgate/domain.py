@@ -39,6 +39,7 @@ class Translation:
     tier: str
     origin: str = "engine"  # engine | cache | tm_exact | tm_repaired
     tm_score: float | None = None  # the TM match score when the TM served it
+    pivot: str | None = None  # the language it was translated through when no model serves the pair directly
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,6 +38,12 @@ class UnsupportedPair(BadRequest):
     code = "unsupported_language_pair"
 
 
+class UnsupportedSource(UnsupportedPair):
+    """The detected source language is one nothing serves (into the requested target)."""
+
+    code = "unsupported_source_language"
+
+
 class InputTooLarge(BadRequest):
     code = "input_too_large"
 

@@ -9,55 +9,41 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from types import MappingProxyType
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from peakgate.admission.admission import Admission
+from peakgate.admission.keys import ANONYMOUS, effective_priority
 from peakgate.api.contract import Language, Readiness, Usage
 from peakgate.backends.base import Backend, Health
 from peakgate.backends.factory import build_backend
 from peakgate.clock import Clock, MonotonicClock
-from peakgate.config import PRIORITY_ORDER, ClassConfig, ModelConfig, PriorityClass, Settings
+from peakgate.config import ClassConfig, PriorityClass, Settings
 from peakgate.domain import Principal, TranslateRequest, TranslateResult, Translation
 from peakgate.errors import BackendError, BadRequest, InputTooLarge, Overloaded, PeakgateError, Rejected
 from peakgate.glossary import GlossaryStore, Shielded, shield, unshield
 from peakgate.jobs.config import JobsConfig
+from peakgate.jobs.offpeak_redis import build_off_peak
 from peakgate.jobs.runner import JobRunner, via_pipeline
 from peakgate.memory import AddResult, TranslationMemory
-from peakgate.observe.metrics import Metrics
+from peakgate.observe.metrics import EngineUsage, Metrics
+from peakgate.quality.attribution import models_serving
+from peakgate.quality.fallback import QualityGate
+from peakgate.quality.language import output_language
 from peakgate.resilience.degrade import CacheOnlyRefusal, Degradation, int8_twins, map_chain
 from peakgate.resilience.guard import OverloadGuard
 from peakgate.reuse import Reuse, Scope
-from peakgate.routing import langdetect
+from peakgate.routing.languages import Coverage, same_language
+from peakgate.routing.pivot import run_pivoted
 from peakgate.routing.router import Route, TierRouter
+from peakgate.scheduling.concurrency import worker_count
 from peakgate.scheduling.work_queue import RemoteWorkers, build_work_queue, needs_local_engines
 from peakgate.stores import Stores, open_stores
 
 _log = logging.getLogger(__name__)
 
-LANGUAGE_NAMES: Mapping[str, str] = MappingProxyType({
-    "en": "English", "es": "Spanish", "fr": "French", "de": "German", "it": "Italian", "pt": "Portuguese",
-    "ca": "Catalan", "gl": "Galician", "nl": "Dutch", "eu": "Basque",
-})
 _AUTO = frozenset({"", "auto"})
-# Workers per model queue: engines that run batches in parallel get one worker per parallel unit.
-_UPSTREAM_CONCURRENCY = 4
-
-
-def worker_count(model: ModelConfig) -> int:
-    if model.engine == "apertium":
-        return max(1, model.pipelines)
-    if model.engine == "ctranslate2":
-        return max(1, model.inter_threads) + model.bulk_replicas
-    return _UPSTREAM_CONCURRENCY if model.engine == "openai" else 1
-
-
-def effective_priority(requested: PriorityClass | None, granted: PriorityClass) -> PriorityClass:
-    """A request may ask for a lower class than its key's, never a higher one."""
-    if requested is None:
-        return granted
-    return PRIORITY_ORDER[max(PRIORITY_ORDER.index(requested), PRIORITY_ORDER.index(granted))]
 
 
 class Service:
@@ -93,15 +79,19 @@ class Service:
             breakers=self._guard.breakers, limits=settings.resilience.concurrency,
         )
         self._router = TierRouter(settings, self._health, self._scheduler.oldest_wait_s, self.metrics)
+        self._quality = QualityGate(settings.quality, settings.models, self.metrics, self._backends, output_language())
+        self._coverage = Coverage(settings)  # served pairs, pivot plans, source detection
         self.stores: Stores = open_stores(settings, self._clock, self.metrics)
         self._tm_refresh: asyncio.Task[None] | None = None
         cache = self.stores.cache if settings.cache.enabled else None
         self._reuse = Reuse(cache, self.stores.memory, settings.cache, self.metrics)
+        self._engine_usage = EngineUsage(self.metrics, [*(k.tenant for k in settings.keys), ANONYMOUS.tenant])
         # Accepted jobs run on the trusted path (already admitted) at batch priority, pausing for interactive load.
         self.job_runner = JobRunner(
             self.stores.jobs, via_pipeline(lambda r, p: self.run(r, p, "batch")), self._clock,
             config=settings.jobs,
             should_pause=lambda: self._scheduler.urgent_backlog(settings.batcher.reserve_window_s),
+            off_peak=build_off_peak(settings.jobs, settings.queue, self._clock),
         )
 
     def _shed_queued(self, priority: PriorityClass, error: Callable[[object], PeakgateError],
@@ -131,12 +121,14 @@ class Service:
 
     async def start(self) -> None:
         names = list(self._backends)
+        detection = asyncio.create_task(asyncio.to_thread(self._coverage.warm))  # its models load beside engines
         results = await asyncio.gather(*(self._backends[n].start() for n in names), return_exceptions=True)
         for name, result in zip(names, results, strict=True):
             if isinstance(result, BaseException):
                 _log.error("model %s failed to start and is treated as down: %s", name, result)
             else:
                 self._started.add(name)
+        await detection
         await self._scheduler.start()
         self._guard.start()
         if self.stores.memory is not None:
@@ -169,13 +161,13 @@ class Service:
             budget_ms = self._deadline_ms(request, priority) - turn_s * 1000.0
             request = dataclasses.replace(request, deadline_ms=max(1.0, budget_ms))
             await self._clock.sleep(turn_s)
-        result = await self._run(request, principal, priority, characters)
+        result = await self._serve(request, principal, priority, characters)
         await self._admission.record(principal, characters)
         return result
 
     async def run(self, request: TranslateRequest, principal: Principal, priority: PriorityClass) -> TranslateResult:
         """The path behind admission, for trusted local callers (the CLI): no rate limits, no billing."""
-        return await self._run(request, principal, priority, self._validate(request))
+        return await self._serve(request, principal, priority, self._validate(request))
 
     async def _run(
         self, request: TranslateRequest, principal: Principal, priority: PriorityClass, characters: int
@@ -191,14 +183,16 @@ class Service:
         scope = Scope(principal.tenant, source, request.target, f"{route.tier}/{route.chain[0]}/b{beam}",
                       request.formality, request.glossary_id, repair=degradation.fuzzy_repair)
         used: list[str] = []
+        served_by: dict[str, str] = {}  # engine input -> the model whose output was served
 
         async def engine(texts: list[str]) -> list[str]:
             if degradation.cache_only(priority):
                 raise CacheOnlyRefusal("degraded to cache and TM only for batch traffic; retry off-peak",
                                        retry_after_s=self.settings.resilience.ladder.min_dwell_s)
-            model, out = await self._submit(route, texts, source, request, priority=priority, deadline=deadline,
-                                            beam_cap=degradation.beam_cap)
-            used.append(model)
+            models, out = await self._submit(route, texts, source, request, priority=priority, deadline=deadline,
+                                             beam_cap=degradation.beam_cap, review=degradation.alternatives)
+            used.append(models[0] if models else route.chain[0])
+            served_by.update(zip(texts, models, strict=True))
             return out
 
         try:
@@ -210,10 +204,11 @@ class Service:
             raise
         self._guard.record(good=True)
         model = used[-1] if used else route.chain[0]
-        translations = tuple(
-            Translation(unshield(s.text, sh), source, model, route.tier, s.origin, s.score)
-            for s, sh in zip(served, shields, strict=True)
-        )
+        models, engine_chars = models_serving(served, shields, served_by, model)
+        for name, chars in engine_chars.items():  # what the autoscaler's live cost is split by
+            self._engine_usage.record(name, route.tier, principal.tenant, chars)
+        translations = tuple(Translation(unshield(s.text, sh), source, name, route.tier, s.origin, s.score)
+                             for name, s, sh in zip(models, served, shields, strict=True))
         return TranslateResult(translations, characters, degradation.header)
 
     def _route(self, request: TranslateRequest, principal: Principal, source: str, degradation: Degradation) -> Route:
@@ -247,15 +242,10 @@ class Service:
         return self.stores.memory.add_correction(principal.tenant, source_lang, target_lang, source, target)
 
     def detect(self, text: str) -> list[tuple[str, float]]:
-        return langdetect.detect(text, self._sources())
+        return self._coverage.detect(text)
 
     def languages(self) -> list[Language]:
-        targets: dict[str, set[str]] = {}
-        for m in self.settings.models:
-            targets.setdefault(m.source, set()).add(m.target)
-        return [
-            Language(code, LANGUAGE_NAMES.get(code, code), tuple(sorted(targets[code]))) for code in sorted(targets)
-        ]
+        return self._coverage.languages()
 
     async def usage(self, principal: Principal) -> Usage:
         count, limit = await self._admission.usage(principal)
@@ -328,7 +318,7 @@ class Service:
         """
         # A document's segments run to the hundred thousand: walked off the loop.
         characters = await asyncio.to_thread(self._check_segments, segments, target)
-        self._router.check_pair(source, target)
+        self._coverage.check(source, target)  # served directly or through a pivot
         await self._admission.check_quota(principal, characters, "batch")
         return characters
 
@@ -336,23 +326,39 @@ class Service:
         """Bill an accepted job at submission: it runs on the trusted path (`run`), which bills nothing."""
         await self._admission.record(principal, characters)
 
-    def _sources(self) -> list[str]:
-        return sorted({m.source for m in self.settings.models})
-
     def _source(self, request: TranslateRequest) -> str:
         if request.source is not None and request.source.lower() not in _AUTO:
             return request.source.lower()
-        candidates = sorted({m.source for m in self.settings.models if _same_base(m.target, request.target)})
-        if not candidates:
-            return _unsupported_source(request.target)
-        found = langdetect.detect(" ".join(request.segments), candidates)
-        # No cue at all (e.g. "OK", digits): the first candidate, English preferred, rather than an error.
-        return found[0][0] if found else ("en" if "en" in candidates else candidates[0])
+        return self._coverage.source_of(" ".join(request.segments), request.target)
+
+    async def _serve(
+        self, request: TranslateRequest, principal: Principal, priority: PriorityClass, characters: int
+    ) -> TranslateResult:
+        """One hop, or two through a pivot language (`routing.pivot`) when no model serves the pair directly."""
+        source = self._source(request)
+        if (request.source or "").lower() in _AUTO and same_language(source, request.target):
+            # DeepL's answer to text already in the target language: the text itself, not an error.
+            return TranslateResult(tuple(Translation(text, source, "none", "none", "unchanged")
+                                         for text in request.segments), characters, None)
+        request = dataclasses.replace(request, source=source)  # detected once, for both hops
+        plan = self._coverage.plan(source, request.target) if request.model is None else None
+        if plan is None and request.model is None:
+            raise self._coverage.unsupported(source, request.target)
+
+        def run(hop: TranslateRequest) -> Awaitable[TranslateResult]:
+            return self._run(self._coverage.for_engines(hop), principal, priority, characters)
+
+        if plan is None or plan.pivot is None:
+            return await run(request)
+        return await run_pivoted(request, plan, run, budget_ms=self._deadline_ms(request, priority),
+                                 clock=self._clock, metrics=self.metrics)
 
     async def _submit(
         self, route: Route, segments: list[str], source: str, request: TranslateRequest, *,
-        priority: PriorityClass, deadline: float, beam_cap: int | None = None,
-    ) -> tuple[str, list[str]]:
+        priority: PriorityClass, deadline: float, beam_cap: int | None = None, review: bool = True,
+    ) -> tuple[list[str], list[str]]:
+        """(the model serving each segment, the outputs): the first model of the chain that answers, then, with
+        `review`, quality estimation and the next engine's candidate for segments that fail it."""
         last: PeakgateError | None = None
         self._guard.retries.record_request()
         for attempt, model in enumerate(route.chain):
@@ -369,18 +375,14 @@ class Service:
                 _log.warning("model %s failed (%s); falling back along tier %s", model, exc.message, route.tier)
                 last = exc
                 continue
-            return model, texts
+            again = functools.partial(self._scheduler.submit, source=source, target=request.target, priority=priority,
+                                      deadline=deadline, split_sentences=request.split_sentences, beam_cap=beam_cap)
+            reviewed = await self._quality.review(segments, texts, model, chain=route.chain, translate=again,
+                                                  pair=(source, request.target), split=request.split_sentences,
+                                                  enabled=review)
+            return reviewed.models, reviewed.texts
         assert last is not None  # a route's chain is never empty
         raise last
-
-
-def _same_base(model_lang: str, requested: str) -> bool:
-    return model_lang.lower() == requested.lower().replace("_", "-").split("-", 1)[0]
-
-
-def _unsupported_source(target: str) -> str:
-    """No model translates into `target`: return a source anyway so the router reports the unsupported pair."""
-    return "en" if target.lower() != "en" else "es"
 
 
 def _check_encodable(segment: str, index: int) -> None:

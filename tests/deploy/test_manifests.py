@@ -43,6 +43,7 @@ from peakgate.service import Service
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
+OWN_AUTOSCALER = DEPLOY / "peakgate-autoscaler"  # base + `peakgate autoscale` and its warm pool
 KEDA_SCHEMA = Path(__file__).parent / "schemas" / "keda.sh_scaledobject_v1alpha1.openapiv3.yaml"
 # The oldest Kubernetes release these manifests promise to fit, and the newest the installed package knows.
 K8S_VERSIONS = ("1.30", ".".join(kubernetes_validate.latest_version().split(".")[:2]))
@@ -91,9 +92,18 @@ def _one(docs: list[Doc], kind: str, name: str) -> Doc:
     return matches[0]
 
 
+def _overlay_docs(directory: Path) -> list[Doc]:
+    """What an overlay applies beyond the base."""
+    base = {p.resolve() for p in _kustomize(DEPLOY / "base")}
+    return [d for p in _kustomize(directory) if p.resolve() not in base for d in _docs(p)]
+
+
 @pytest.fixture(scope="module")
 def docs() -> list[Doc]:
-    return _applied(DEPLOY / "base") + _docs(DEPLOY / "keda" / "scaledobject.yaml") + _docs(DEPLOY / "hpa" / "hpa.yaml")
+    """Every object of every entry point, once (their names differ, so the references between them are checked
+    across all of them)."""
+    overlays = (DEPLOY / "keda", DEPLOY / "hpa", OWN_AUTOSCALER)
+    return _applied(DEPLOY / "base") + [d for overlay in overlays for d in _overlay_docs(overlay)]
 
 
 def _containers(workload: Doc) -> list[Doc]:
@@ -227,6 +237,11 @@ BROKEN: list[tuple[str, str, str, Any]] = [  # file, kind, field, what to set it
     ("keda/scaledobject.yaml", "ScaledObject", "spec.triggers", []),  # minItems 1
     ("keda/scaledobject.yaml", "ScaledObject", "spec.minReplicaCount", 20),  # the CRD's CEL rule: <= max (10)
     ("keda/scaledobject.yaml", "ScaledObject", "metadata.labels", ["worker"]),  # ObjectMeta
+    ("peakgate-autoscaler/rbac.yaml", "Role", "rules.0.verb", ["get"]),  # typo of verbs
+    ("peakgate-autoscaler/rbac.yaml", "RoleBinding", "roleRef", DROP),  # required
+    ("peakgate-autoscaler/rbac.yaml", "ServiceAccount", "automountServiceAccountToken", "yes"),
+    ("peakgate-autoscaler/autoscaler.yaml", "Deployment", "spec.strategy.type", {"Recreate": {}}),
+    ("peakgate-autoscaler/worker-warm.yaml", "Deployment", "spec.template.spec.containers.0.args", "--standby"),
 ]
 
 
@@ -248,18 +263,29 @@ def test_a_kind_without_a_schema_is_refused() -> None:
 # --- kustomizations --------------------------------------------------------------------------------------------
 
 def test_every_manifest_is_applied_by_a_kustomization() -> None:
-    applied = {*_kustomize(DEPLOY), *_kustomize(DEPLOY / "hpa")}
+    applied = {*_kustomize(DEPLOY), *_kustomize(DEPLOY / "hpa"), *_kustomize(OWN_AUTOSCALER)}
     assert applied == {p.resolve() for p in MANIFESTS}
 
 
+def _runs_peakgate_autoscale(doc: Doc) -> bool:
+    return doc["kind"] in {"Deployment", "StatefulSet"} and any(
+        [*c.get("command", []), *c.get("args", [])][:2] == ["peakgate", "autoscale"] for c in _containers(doc))
+
+
 def test_each_entry_point_applies_exactly_one_autoscaler() -> None:
+    """Two autoscalers on one Deployment fight over its replica count: every entry point brings exactly one."""
     def autoscalers(directory: Path) -> list[str]:
         kinds = {"ScaledObject", "HorizontalPodAutoscaler"}
-        return sorted(d["kind"] for d in _applied(directory) if d["kind"] in kinds)
+        return sorted(d["kind"] if d["kind"] in kinds else "peakgate autoscale" for d in _applied(directory)
+                      if d["kind"] in kinds or _runs_peakgate_autoscale(d))
 
     assert autoscalers(DEPLOY / "base") == []
     assert autoscalers(DEPLOY / "keda") == ["ScaledObject"]
     assert autoscalers(DEPLOY / "hpa") == ["HorizontalPodAutoscaler"]
+    assert autoscalers(OWN_AUTOSCALER) == ["peakgate autoscale"]  # neither a ScaledObject nor an HPA
+    # The warm pool only makes sense with the autoscaler that sizes and promotes it.
+    for directory in (DEPLOY / "base", DEPLOY / "keda", DEPLOY / "hpa"):
+        assert not [d for d in _applied(directory) if d["metadata"]["name"] == "peakgate-worker-warm"]
     assert _applied(DEPLOY) == _applied(DEPLOY / "keda")  # `kubectl apply -k deploy/` is the KEDA variant
 
 
@@ -287,7 +313,7 @@ def test_services_select_one_workload_and_its_named_ports(docs: list[Doc]) -> No
 
 def test_disruption_budgets_select_one_workload_and_leave_it_running(docs: list[Doc]) -> None:
     budgets = {d["metadata"]["name"]: d for d in docs if d["kind"] == "PodDisruptionBudget"}
-    assert set(budgets) == {"peakgate-gateway", "peakgate-worker"}
+    assert set(budgets) == {"peakgate-gateway", "peakgate-worker", "peakgate-worker-warm"}
     for budget in budgets.values():
         selected = [w for w in _workloads(docs) if _selects(budget["spec"]["selector"]["matchLabels"], w)]
         assert [w["metadata"]["name"] for w in selected] == [budget["metadata"]["name"]]
@@ -363,13 +389,13 @@ def _mounted_config_paths(workload: Doc, docs: list[Doc]) -> list[str]:
 
 
 def test_both_processes_read_the_mounted_config(docs: list[Doc]) -> None:
-    for name in ("peakgate-gateway", "peakgate-worker"):
+    for name in ("peakgate-gateway", "peakgate-worker", "peakgate-worker-warm"):
         workload = _one(docs, "Deployment", name)
         paths = list(_config_paths(workload))
         assert paths, f"{name} is not given the config"
         assert set(paths) <= set(_mounted_config_paths(workload, docs))
-    images = {_containers(_one(docs, "Deployment", n))[0]["image"] for n in ("peakgate-gateway", "peakgate-worker")}
-    assert len(images) == 1, "gateway and worker run the same image"
+    images = {_containers(d)[0]["image"] for d in docs if d["kind"] == "Deployment"}
+    assert len(images) == 1, "gateway, workers and autoscaler run the same image"
 
 
 def _prestop_sleep_s(container: Doc) -> float:
@@ -402,8 +428,8 @@ def test_worker_drains_and_leaves_its_count_to_the_autoscaler(docs: list[Doc]) -
     assert container["resources"]["requests"]["cpu"]
 
 
-def _probe_command(docs: list[Doc]) -> list[str]:
-    (container,) = _containers(_one(docs, "Deployment", "peakgate-worker"))
+def _probe_command(docs: list[Doc], deployment: str = "peakgate-worker") -> list[str]:
+    (container,) = _containers(_one(docs, "Deployment", deployment))
     command = list(container["readinessProbe"]["exec"]["command"])
     assert command[:2] == ["python", "-c"] and len(command) == 4
     return command
@@ -529,7 +555,7 @@ def test_dockerfile_builds_the_image_the_pods_expect(docs: list[Doc]) -> None:
     (user,) = [shlex.split(line)[1] for line in lines if line.startswith("USER ")]
     uid = int(user.split(":")[0])
     assert uid != 0
-    for name in ("peakgate-gateway", "peakgate-worker"):
+    for name in ("peakgate-gateway", "peakgate-worker", "peakgate-worker-warm", "peakgate-autoscaler"):
         security = _one(docs, "Deployment", name)["spec"]["template"]["spec"]["securityContext"]
         assert security["runAsNonRoot"] and security["runAsUser"] == uid
 

@@ -150,6 +150,9 @@ def test_failing_upstream_opens_its_breaker_falls_back_and_recovers() -> None:
                 APERTIUM_ONLY["models"][0],  # type: ignore[index]
             ],
             "tiers": {"large": ["llm", "apertium-en-es"]}, "default_tier": "large",
+            # The stub echoes English ("ES[...]"): quality fallback would move segments off it; this test is about
+            # the breaker, so only failures may move them.
+            "quality": {"enabled": False},
             "resilience": {"breaker": {"window_kind": "count", "window_size": 4, "min_requests": 4, "open_s": 1.0,
                                        "max_open_s": 1.0, "half_open_probes": 1}},
         }

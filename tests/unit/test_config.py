@@ -11,7 +11,7 @@ from peakgate.errors import ConfigError
 
 
 def test_embedded_default_has_the_shipped_models_and_tier_map() -> None:
-    s = load_settings()
+    s = load_settings(apertium={"discover": False})  # the installed pairs join it: tests/unit/test_config_apertium.py
     assert {m.name for m in s.models} >= {"apertium-en-es", "student-en-es-int8", "student-en-es-fp32"}
     assert s.tiers == default_tiers() and s.default_tier == "medium"
 

@@ -8,13 +8,14 @@ from collections.abc import AsyncIterator, Sequence
 
 import pytest
 
+from peakgate.admission.keys import effective_priority
 from peakgate.backends.base import DecodeOptions, Health
 from peakgate.backends.echo_backend import EchoBackend
 from peakgate.clock import FakeClock
 from peakgate.config import BatcherConfig, ClassConfig, KeyConfig, LimitsConfig, ModelConfig, Settings
 from peakgate.domain import Principal, TranslateRequest
 from peakgate.errors import BadRequest, EngineCrashed, InputTooLarge, QuotaExceeded, RateLimited, UnsupportedPair
-from peakgate.service import Service, effective_priority
+from peakgate.service import Service
 
 EN_ES, EN_ES_B, ES_EN = "echo-en-es", "echo-en-es-b", "echo-es-en"
 

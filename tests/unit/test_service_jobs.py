@@ -43,8 +43,9 @@ Job = tuple[tuple[str, ...], str | None, str]  # (segments, source, target)
     ((("ok", "\ud800"), "en", "es"), BadRequest, "segment 1 is not valid UTF-8"),
     ((("x" * 41,), "en", "es"), InputTooLarge, "segment 0 has 41 characters; the limit is 40"),
     ((("ok",), "en", ""), BadRequest, "target language is required"),
-    ((("ok",), "en", "xx"), UnsupportedPair, "no model serves en->xx; available pairs: en->es, en->fr, es->en"),
-    ((("ok",), None, "xx"), UnsupportedPair, "no model serves auto->xx"),
+    ((("ok",), "en", "xx"), UnsupportedPair,
+     r"no model serves en->xx, directly or through a pivot language \(es, en\); served pairs: en->es, es->en$"),
+    ((("ok",), None, "xx"), UnsupportedPair, "no model translates into xx; served targets: en, es"),
     ((("ok",), "de", "es"), UnsupportedPair, "no model serves de->es"),
     ((("ok",), "en", "fr"), UnsupportedPair, "no model serves en->fr"),  # in no tier: only an explicit model
 ], ids=["nul", "surrogate", "long", "no-target", "pair", "target", "source", "untiered"])

@@ -6,7 +6,7 @@ import hashlib
 import logging
 from collections.abc import Iterable
 
-from peakgate.config import KeyConfig
+from peakgate.config import PRIORITY_ORDER, KeyConfig, PriorityClass
 from peakgate.domain import Principal
 from peakgate.errors import ConfigError, Unauthorized
 
@@ -60,3 +60,10 @@ class KeyRing:
         if config is None:
             raise Unauthorized("unknown API key")
         return Principal(key=config.key, tenant=config.tenant, priority=config.priority_class, pinned=config.pinned)
+
+
+def effective_priority(requested: PriorityClass | None, granted: PriorityClass) -> PriorityClass:
+    """A request may ask for a lower class than its key's, never a higher one."""
+    if requested is None:
+        return granted
+    return PRIORITY_ORDER[max(PRIORITY_ORDER.index(requested), PRIORITY_ORDER.index(granted))]

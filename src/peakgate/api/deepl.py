@@ -1,8 +1,10 @@
 """DeepL API v2 compatibility: /v2/translate, /v2/usage, /v2/languages, as the official SDKs call them.
 
-Language codes are DeepL's upper-case ones ("ES", "EN-US", "PT-BR"); the service sees the lower-case base
-code. `glossary_id` applies a glossary made with /v2/glossaries (`api.glossaries`); `tag_handling`, `context`
-and `model_type` are accepted and ignored, like any unknown field.
+Language codes are DeepL's upper-case ones ("ES", "EN-US", "PT-BR"); the service sees them lower-case, sources
+as base codes and targets with their region ("en-us"), which picks a regional model where one is installed (a
+model for the base language serves the region otherwise). `glossary_id` applies a glossary made with
+/v2/glossaries (`api.glossaries`); `tag_handling`, `context` and `model_type` are accepted and ignored, like any
+unknown field.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from peakgate.api.endpoint import FORM_BODIES, Operation, set_served
 from peakgate.api.errors import DEEPL
 from peakgate.domain import Principal, TranslateRequest
 from peakgate.errors import BadRequest
+from peakgate.routing.languages import language_name
 
 # DeepL lists only regional targets for these; "EN" and "PT" are rejected as targets by its SDKs.
 _REGIONAL_TARGETS: Mapping[str, tuple[tuple[str, str], ...]] = MappingProxyType({
@@ -78,6 +81,11 @@ def base_code(deepl_code: str) -> str:
     return deepl_code.strip().partition("-")[0].lower()
 
 
+def _target(body: TranslateBody) -> str:
+    # Glossaries are per base language, as DeepL's are (an "EN" glossary serves EN-GB and EN-US alike).
+    return base_code(body.target_lang) if body.glossary_id else body.target_lang.strip().lower()
+
+
 def _split(value: str | int | None) -> bool:
     if value is None:
         return True
@@ -90,19 +98,18 @@ def _split(value: str | int | None) -> bool:
 def _to_domain(body: TranslateBody) -> TranslateRequest:
     return TranslateRequest(
         segments=as_segments(body.text), source=source_or_detect(body.source_lang and base_code(body.source_lang)),
-        target=base_code(body.target_lang), formality=body.formality, split_sentences=_split(body.split_sentences),
+        target=_target(body), formality=body.formality, split_sentences=_split(body.split_sentences),
         glossary_id=body.glossary_id or None,
     )
 
 
 def _targets(service: TranslationService) -> list[LanguageOut]:
-    names = {lang.code: lang.name for lang in service.languages()}
-    codes = sorted({target for lang in service.languages() for target in lang.targets})
-    out: list[LanguageOut] = []
-    for code in codes:
-        regional = _REGIONAL_TARGETS.get(code, ((code.upper(), names.get(code, code)),))
-        out.extend(LanguageOut(deepl_code, name) for deepl_code, name in regional)
-    return out
+    """Every served target in DeepL's codes: "en" as EN-GB and EN-US, "pt-br" (a regional model) as PT-BR."""
+    out: dict[str, LanguageOut] = {}
+    for code in {target for lang in service.languages() for target in lang.targets}:
+        for deepl_code, name in _REGIONAL_TARGETS.get(code, ((code.upper(), language_name(code)),)):
+            out[deepl_code] = LanguageOut(deepl_code, name)
+    return [out[code] for code in sorted(out)]
 
 
 def deepl_operations(service: TranslationService) -> list[Operation]:

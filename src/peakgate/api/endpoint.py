@@ -4,7 +4,8 @@ Handlers stay thin (parse → service → serialize) and raise `PeakgateError`s;
 the operation's dialect and records `requests` / `request_latency` under the route template, so label
 cardinality is bounded by the route table. A translate handler records the tier that served it with
 `set_served`; every other request is labelled `NO_TIER`. A result served degraded carries the ladder's
-level in the `X-Peakgate-Degraded` header, whatever the dialect.
+level in the `X-Peakgate-Degraded` header, and one translated through a pivot language that language in
+`X-Peakgate-Pivot`, whatever the dialect (the DeepL and LibreTranslate bodies have no field for either).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from starlette.routing import Route
 from peakgate.api.errors import Dialect, error_response
 from peakgate.domain import TranslateResult
 from peakgate.errors import PeakgateError
-from peakgate.observe.metrics import Metrics
+from peakgate.observe.metrics import SERVING_ENDPOINT, Metrics
 
 _log = logging.getLogger(__name__)
 
@@ -53,11 +54,13 @@ class Operation:
 
 
 DEGRADED_HEADER = "X-Peakgate-Degraded"
+PIVOT_HEADER = "X-Peakgate-Pivot"
 
 
 def set_served(request: Request, result: TranslateResult) -> None:
     request.state.tier = result.translations[0].tier if result.translations else NO_TIER
     request.state.degraded = result.degraded
+    request.state.pivot = next((t.pivot for t in result.translations if t.pivot), None)
 
 
 def to_routes(operations: Iterable[Operation], metrics: Metrics) -> list[Route]:
@@ -110,6 +113,7 @@ def _endpoint(operation: Operation, metrics: Metrics) -> Handler:
 
     async def endpoint(request: Request) -> Response:
         started = time.perf_counter()
+        token = SERVING_ENDPOINT.set(operation.path)  # the `endpoint` label of the engine work it causes
         try:
             response = await operation.handler(request)
         except PeakgateError as exc:
@@ -117,10 +121,15 @@ def _endpoint(operation: Operation, metrics: Metrics) -> Handler:
         except Exception:  # every error answers in the dialect's JSON, never Starlette's plain text
             _log.exception("unhandled error serving %s", operation.path)
             response = error_response(operation.dialect, PeakgateError("internal server error"))
+        finally:
+            SERVING_ENDPOINT.reset(token)
         tier = str(getattr(request.state, "tier", NO_TIER))
         degraded = getattr(request.state, "degraded", None)
         if degraded:
             response.headers[DEGRADED_HEADER] = str(degraded)
+        pivot = getattr(request.state, "pivot", None)
+        if pivot:
+            response.headers[PIVOT_HEADER] = str(pivot)
         observe(tier, str(response.status_code), time.perf_counter() - started)
         return response
 

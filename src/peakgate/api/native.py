@@ -39,6 +39,7 @@ class TranslationOut(msgspec.Struct, omit_defaults=True):
     tier: str
     origin: str = "engine"  # engine | cache | tm_exact | tm_repaired
     tm_score: float | None = None  # the translation memory's match score when it served the segment
+    pivot: str | None = None  # the language it went through when no model serves the pair directly
 
 
 class CorrectionBody(msgspec.Struct, kw_only=True):
@@ -95,7 +96,7 @@ def native_operations(service: TranslationService) -> list[Operation]:
         principal = service.authenticate(header_key(request, "Bearer"))
         result = await service.translate(_to_domain(await parser.parse(request)), principal)
         set_served(request, result)
-        translations = [TranslationOut(t.text, t.detected_source, t.model, t.tier, t.origin, t.tm_score)
+        translations = [TranslationOut(t.text, t.detected_source, t.model, t.tier, t.origin, t.tm_score, t.pivot)
                         for t in result.translations]
         return json_response(TranslateReply(translations, result.billed_characters))
 

@@ -113,7 +113,7 @@ def _guard_s(settings: Settings, request: TranslateRequest, priority: PriorityCl
 
 
 def _event(kind: str, result: TranslateResult, *, billed: bool) -> StreamEvent:
-    out = [TranslationOut(t.text, t.detected_source, t.model, t.tier, t.origin, t.tm_score)
+    out = [TranslationOut(t.text, t.detected_source, t.model, t.tier, t.origin, t.tm_score, t.pivot)
            for t in result.translations]
     tier = result.translations[0].tier if result.translations else NO_TIER
     return StreamEvent(kind, out, tier, kind == "final",

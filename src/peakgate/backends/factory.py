@@ -7,7 +7,7 @@ from pathlib import Path
 
 from peakgate.backends.apertium import ApertiumBackend
 from peakgate.backends.base import Backend
-from peakgate.backends.ctranslate2_backend import CTranslate2Backend
+from peakgate.backends.ctranslate2_backend import CTranslate2Backend, DecodingGuards
 from peakgate.backends.echo_backend import EchoBackend
 from peakgate.backends.openai_backend import OpenAIBackend
 from peakgate.config import ModelConfig
@@ -54,6 +54,8 @@ def build_backend(config: ModelConfig, models_dir: Path, outliers: OutlierFactor
                 intra_threads=config.intra_threads, max_batch_size=config.max_batch_size,
                 preferred_batch_sizes=config.preferred_batch_sizes, bulk_replicas=config.bulk_replicas,
                 bulk_nice=config.bulk_nice,
+                guards=DecodingGuards(config.max_decoding_length_ratio, config.no_repeat_ngram_size,
+                                      config.repetition_penalty, config.length_group_size),
             )
         case "openai":
             return OpenAIBackend(

@@ -4,7 +4,8 @@ It needs the Redis queue (`[queue] backend = "redis"`): the signals come from th
 heartbeats and the `/metrics` of the gateways listed in `autoscale.gateways`. `--provider` overrides
 `autoscale.provider`. The local provider starts workers with this same `--config`. SIGTERM or SIGINT stops
 the loop; the local provider then drains its workers before the process exits. Its own metrics (decisions,
-replicas, cold-start and warm-promotion times) are served on `autoscale.metrics_port`.
+replicas, cold-start and warm-promotion times, the live cost `peakgate_cost_total`) are served on
+`autoscale.metrics_port`. With a forecaster it also publishes the forecast trough for deferrable jobs.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from prometheus_client import start_http_server
 
 from peakgate.clock import Clock, MonotonicClock
 from peakgate.config import Settings, load_settings
+from peakgate.control.contract import TickObserver
+from peakgate.control.cost import CostMeter
+from peakgate.control.cost_live import LiveCost
 from peakgate.control.forecast_config import build_forecaster
 from peakgate.control.loop import ControlLoop
 from peakgate.control.loop_metrics import AutoscaleMetrics
@@ -32,9 +36,11 @@ from peakgate.control.signals import ClusterSignals, class_streams
 from peakgate.control.signals_gpu import GpuProbe, open_gpu_probe
 from peakgate.control.signals_prom import GatewayScraper
 from peakgate.control.signals_redis import RedisControl
+from peakgate.control.trough_publish import ExpiringWriter, TroughPublisher
 from peakgate.control.warm import WarmPool
 from peakgate.control.warm_timing import StartupTimer
 from peakgate.errors import ConfigError
+from peakgate.jobs.offpeak import offpeak_key
 from peakgate.scaleout.wall import SystemWallClock, WallClock
 
 _log = logging.getLogger(__name__)
@@ -64,7 +70,22 @@ def build_loop(settings: Settings, *, redis: RedisControl, http: httpx.AsyncClie
     return ControlLoop(config=config, signals=signals, policy=build_policy(config.policy),
                        policy_name=config.policy.kind, provider=provider, beats=redis, warm=warm, timer=timer,
                        clock=clock, wall=wall, metrics=metrics,
-                       forecaster=None if config.forecast is None else build_forecaster(config.forecast))
+                       forecaster=None if config.forecast is None else build_forecaster(config.forecast),
+                       observers=tick_observers(settings, redis, wall, metrics))
+
+
+def tick_observers(settings: Settings, redis: ExpiringWriter, wall: WallClock, metrics: AutoscaleMetrics
+                   ) -> list[TickObserver]:
+    """The live cost meter, and with a forecaster the off-peak publisher."""
+    config = settings.autoscale
+    baseline = config.cost.baseline_replicas
+    observers: list[TickObserver] = [
+        LiveCost(config.cost, config.clamps.min_replicas if baseline is None else baseline,
+                 CostMeter(metrics.registry))]
+    if config.forecast is not None and config.offpeak.publish:
+        observers.append(TroughPublisher(config.offpeak, redis, offpeak_key(settings.queue.stream_prefix),
+                                         config.policy.tick_s, wall))
+    return observers
 
 
 async def _autoscale(settings: Settings, config_path: Path | None) -> int:

@@ -1,9 +1,10 @@
 """The control loop's seams: what one tick reads, what a policy answers, what a provider does.
 
-`metrics snapshot (Signals) → forecaster (Forecast) → policy (Decision, new state) → clamps → provider (+ warm
-pool) → cost`. Policies and forecasters are pure: a frozen context in, a decision and a new state out; they never
-sleep, read a clock or do I/O. The mechanism (`control.loop`) builds the context, clamps and applies the decision
-through a `Provider`, and logs and counts every decision with its reason. The request path never calls any of it.
+`metrics snapshot (Signals) → forecaster (Forecast) → tick observers (cost, off-peak) → policy (Decision, new
+state) → clamps → provider (+ warm pool)`. Policies and forecasters are pure: a frozen context in, a decision and a
+new state out; they never sleep, read a clock or do I/O. The mechanism (`control.loop`) builds the context, clamps
+and applies the decision through a `Provider`, and logs and counts every decision with its reason. The request
+path never calls any of it.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, TypeVar
+
+from peakgate.control.cost import CostKey
 
 if TYPE_CHECKING:  # annotations only: `peakgate.config` holds `autoscale` settings that import these seams
     from peakgate.config import PriorityClass
@@ -32,6 +35,8 @@ class Signals:
     request_rate_per_s: float  # arrivals over the last minute
     gpu_memory_utilisation: float | None = None  # 0..1 when NVML sees a GPU, else None
     capacity_per_replica_per_s: float = 0.0  # requests one replica completes per second while busy (measured)
+    # Source characters engines translated since the previous snapshot, by (model, tier, tenant, endpoint)
+    engine_chars_by_key: Mapping[CostKey, float] = field(default_factory=dict)
 
     @property
     def queue_length(self) -> int:
@@ -107,3 +112,22 @@ class Provider(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Tick:
+    """What a tick observer is told: the tick's signals and forecast, and the fleet since the previous tick."""
+
+    signals: Signals
+    forecast: Forecast | None
+    fleet: ProviderState | None  # as the provider last reported it (after the last scaling); None before
+
+
+class TickObserver(Protocol):
+    """Told of every tick that read its signals, before the policy runs, whether or not the provider is reached:
+    the live cost meter, the off-peak publisher. A failure is logged and counted under `stage`, never fatal."""
+
+    @property
+    def stage(self) -> str: ...
+
+    async def observe(self, tick: Tick) -> None: ...

@@ -1,11 +1,14 @@
-"""The control loop: every policy `tick_s`, signals → forecast → policy → clamps → provider, then the warm pool.
+"""The control loop: every policy `tick_s`, signals → forecast → observers → policy → clamps → provider, then the
+warm pool.
 
-Each tick takes one `Signals` snapshot, folds it into the forecaster (if one is configured), hands the policy a
-frozen `PolicyContext` (with the measured cold-start time), clamps its answer (`clamps.clamp`: hysteresis, step
-limits, bounds) and asks the provider for that many serving replicas; the provider reconciles on every call, so a start
-that failed is retried once its backoff has passed. Then the warm pool bridges the gap between the replicas
-asked for and the cold ones serving, and the provider keeps the pool at its size. Every decision is logged
-with its reason and counted by policy and rule; every lifecycle event is logged and counted.
+Each tick takes one `Signals` snapshot, folds it into the forecaster (if one is configured), tells the tick
+observers (the live cost meter, the off-peak publisher) the signals, the forecast and the fleet since the last
+tick, hands the policy a frozen `PolicyContext` (with the measured cold-start time), clamps its answer
+(`clamps.clamp`: hysteresis, step limits, bounds) and asks the provider for that many serving replicas; the
+provider reconciles on every call, so a start that failed is retried once its backoff has passed. Then the warm
+pool bridges the gap between the replicas asked for and the cold ones serving, and the provider keeps the pool at
+its size. Every decision is logged with its reason and counted by policy and rule; every lifecycle event is
+logged and counted.
 
 Nothing stops the loop: a stage that fails (Redis or the provider's API out of reach) is logged and counted
 and the tick ends there, a failing provider is left alone with exponential backoff, and an unexpected
@@ -18,13 +21,22 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from typing import Any, TypeVar
 
 from peakgate.cache.redis_l2 import Backoff
 from peakgate.clock import Clock
 from peakgate.control.clamps import clamp
-from peakgate.control.contract import Decision, Forecast, Policy, PolicyContext, ProviderState, Signals
+from peakgate.control.contract import (
+    Decision,
+    Forecast,
+    Policy,
+    PolicyContext,
+    ProviderState,
+    Signals,
+    Tick,
+    TickObserver,
+)
 from peakgate.control.forecast import Forecaster
 from peakgate.control.loop_metrics import AutoscaleMetrics
 from peakgate.control.loop_settings import AutoscaleConfig
@@ -46,6 +58,7 @@ class ControlLoop:
         self, *, config: AutoscaleConfig, signals: SignalSource, policy: Policy[Any], policy_name: str,
         provider: ScalingProvider, beats: BeatSource, warm: WarmPool | None, timer: StartupTimer, clock: Clock,
         wall: WallClock, metrics: AutoscaleMetrics, forecaster: Forecaster[Any] | None = None,
+        observers: Sequence[TickObserver] = (),
     ) -> None:
         self._config = config
         self._signals = signals
@@ -61,6 +74,8 @@ class ControlLoop:
         self._metrics = metrics
         self._forecaster = forecaster
         self._forecast_state = None if forecaster is None else forecaster.initial()
+        self._observers = tuple(observers)
+        self._fleet: ProviderState | None = None  # as the provider last reported it
         self._tick_s = config.policy.tick_s
         self._backoff = Backoff(clock, config.backoff_initial_s, config.backoff_max_s)
 
@@ -93,6 +108,7 @@ class ControlLoop:
         if beats is not None:
             self._timer.observe(beats)
         forecast = self._forecast(signals)
+        await self._notify(Tick(signals, forecast, self._fleet))
         if not self._backoff.ready():
             _log.debug("provider backing off: no decision this tick")
             raise _Skipped
@@ -124,6 +140,14 @@ class ControlLoop:
         forecast, self._forecast_state = self._forecaster.update(signals, self._forecast_state)
         return forecast
 
+    async def _notify(self, tick: Tick) -> None:
+        for observer in self._observers:
+            try:
+                await self._optional(observer.stage, observer.observe(tick))
+            except Exception:  # a bug in cost or off-peak must not stop scaling
+                self._metrics.errors.labels(observer.stage).inc()
+                _log.exception("autoscale %s failed unexpectedly", observer.stage)
+
     def _observe(self, signals: Signals) -> None:
         for name, value in (("replicas", signals.replicas), ("cpu_utilisation", signals.cpu_utilisation),
                             ("queue_length", signals.queue_length), ("p95_latency_ms", signals.p95_latency_ms),
@@ -144,6 +168,7 @@ class ControlLoop:
                   ctx.signals.cpu_utilisation)
 
     def _report(self, state: ProviderState) -> None:
+        self._fleet = state
         for name in ("serving", "starting", "draining", "warm"):
             self._metrics.replicas.labels(name).set(getattr(state, name))
         for event in state.events:

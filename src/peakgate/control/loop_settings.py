@@ -8,9 +8,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from peakgate.control.clamps import ClampConfig
+from peakgate.control.cost import CostConfig
 from peakgate.control.forecast_config import ForecastConfig
 from peakgate.control.policies import PolicyConfig
 from peakgate.control.threshold import ThresholdConfig
+from peakgate.control.trough import TroughConfig
 
 ProviderKind = Literal["local", "kubernetes"]
 
@@ -64,5 +66,7 @@ class AutoscaleConfig(_Frozen):
     metrics_host: str = "127.0.0.1"
     metrics_port: int | None = 9108  # the autoscaler's own /metrics; None: not served
     warm: WarmPoolConfig = WarmPoolConfig()
+    cost: CostConfig = CostConfig()  # prices for `peakgate_cost_total` (example list prices: set yours)
+    offpeak: TroughConfig = TroughConfig()  # the forecast trough published for deferrable jobs
     local: LocalProviderConfig = LocalProviderConfig()
     kubernetes: KubernetesProviderConfig = KubernetesProviderConfig()

@@ -74,4 +74,5 @@ class ClusterSignals:
             p95_latency_ms=figures.p95_latency_ms, in_flight=figures.in_flight,
             request_rate_per_s=figures.request_rate_per_s, gpu_memory_utilisation=self._gpu.memory_utilisation(),
             capacity_per_replica_per_s=_mean([sum(m.capacity_per_s for m in b.models.values()) for b in replicas]),
+            engine_chars_by_key=figures.engine_chars_by_key,
         )

@@ -1,9 +1,13 @@
-"""What the gateways' Prometheus `/metrics` say, over a trailing window: request rate, p95 latency, in flight.
+"""What the gateways' Prometheus `/metrics` say, over a trailing window: request rate, p95 latency, in flight;
+and, per tick, the engine work they counted by (model, tier, tenant, endpoint), which the live cost splits by.
 
 Counters and histogram buckets are cumulative, so the window's figures are differences between the newest
 scrape and the oldest one still inside the window, per gateway (a restarted gateway, whose counters fell,
 starts its window again). The p95 is interpolated inside its bucket, as PromQL's `histogram_quantile` does.
-A gateway that does not answer is left out of this tick and logged once per outage.
+Engine work is the difference from the gateway's previous scrape (a gateway's first scrape counts nothing: its
+totals hold work from before the autoscaler looked; after a restart, the new totals are the work since).
+A gateway that does not answer is left out of this tick and logged once per outage; its next answer's
+difference covers the outage.
 """
 
 from __future__ import annotations
@@ -18,12 +22,14 @@ from dataclasses import dataclass, field
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from peakgate.control.cost import CostKey
 from peakgate.errors import BadRequest
 
 _log = logging.getLogger(__name__)
 _REQUESTS = "peakgate_requests_total"
 _LATENCY_BUCKET = "peakgate_request_latency_seconds_bucket"
 _IN_FLIGHT = "peakgate_queue_waiting"  # requests handed to workers and not yet answered
+_ENGINE_CHARS = "peakgate_engine_characters_total"
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +40,7 @@ class Scrape:
     requests: float
     buckets: Mapping[float, float]  # upper bound (inf included) -> cumulative count, summed over labels
     in_flight: float
+    engine_chars: Mapping[CostKey, float] = field(default_factory=dict)  # cumulative, per key
 
     def since(self, older: Scrape) -> tuple[float, dict[float, float]]:
         """Requests and per-bucket observations between `older` and this scrape."""
@@ -43,11 +50,23 @@ class Scrape:
     def restarted_since(self, older: Scrape) -> bool:
         return self.requests < older.requests or any(c < older.buckets.get(le, 0.0) for le, c in self.buckets.items())
 
+    def engine_since(self, older: Scrape) -> dict[CostKey, float]:
+        """Engine characters per key between `older` and this scrape (a total that fell restarted from zero)."""
+        restarted = self.restarted_since(older)
+        deltas: dict[CostKey, float] = {}
+        for key, total in self.engine_chars.items():
+            before = 0.0 if restarted else older.engine_chars.get(key, 0.0)
+            delta = total - before if total >= before else total
+            if delta > 0:
+                deltas[key] = delta
+        return deltas
+
 
 def parse_scrape(text: str, at_s: float) -> Scrape:
     """The figures the autoscaler reads out of one Prometheus text exposition; `BadRequest` if unreadable."""
     requests = in_flight = 0.0
     buckets: dict[float, float] = {}
+    engine: dict[CostKey, float] = {}
     try:
         for family in text_string_to_metric_families(text):
             for sample in family.samples:
@@ -58,9 +77,13 @@ def parse_scrape(text: str, at_s: float) -> Scrape:
                     buckets[le] = buckets.get(le, 0.0) + sample.value
                 elif sample.name == _IN_FLIGHT:
                     in_flight += sample.value
+                elif sample.name == _ENGINE_CHARS:
+                    labels = sample.labels
+                    key = CostKey(labels["model"], labels["tier"], labels["tenant"], labels["endpoint"])
+                    engine[key] = engine.get(key, 0.0) + sample.value
     except (ValueError, KeyError, TypeError) as exc:
         raise BadRequest(f"unreadable /metrics: {exc}") from exc
-    return Scrape(at_s, requests, buckets, in_flight)
+    return Scrape(at_s, requests, buckets, in_flight, engine)
 
 
 def quantile_ms(q: float, buckets: Mapping[float, float]) -> float:
@@ -88,6 +111,7 @@ class GatewayFigures:
     p95_latency_ms: float
     in_flight: int
     answered: int  # gateways that answered this tick
+    engine_chars_by_key: Mapping[CostKey, float] = field(default_factory=dict)  # since the previous read
 
 
 @dataclass(slots=True)
@@ -131,10 +155,15 @@ class GatewayScraper:
         found = await asyncio.gather(*(self._scrape(url, at_s) for url in self._urls))
         live = [url for url, scrape in zip(self._urls, found, strict=True) if scrape is not None]
         rate, buckets = _combine(self._windows[url] for url in live)
-        in_flight = sum(scrape.in_flight for scrape in found if scrape is not None)
-        return GatewayFigures(rate, quantile_ms(0.95, buckets), round(in_flight), len(live))
+        in_flight = sum(scrape.in_flight for scrape, _ in filter(None, found))
+        engine: dict[CostKey, float] = {}
+        for _, deltas in filter(None, found):
+            for key, chars in deltas.items():
+                engine[key] = engine.get(key, 0.0) + chars
+        return GatewayFigures(rate, quantile_ms(0.95, buckets), round(in_flight), len(live), engine)
 
-    async def _scrape(self, url: str, at_s: float) -> Scrape | None:
+    async def _scrape(self, url: str, at_s: float) -> tuple[Scrape, dict[CostKey, float]] | None:
+        """The gateway's scrape and its engine work since its previous one; None when it did not answer."""
         try:
             response = await self._client.get(f"{url}/metrics")
             response.raise_for_status()
@@ -147,5 +176,7 @@ class GatewayScraper:
         if url in self._down:
             _log.info("gateway %s answers /metrics again", url)
             self._down.discard(url)
-        self._windows[url].add(scrape, self._window_s)
-        return scrape
+        window = self._windows[url]
+        engine = scrape.engine_since(window.scrapes[-1]) if window.scrapes else {}
+        window.add(scrape, self._window_s)
+        return scrape, engine

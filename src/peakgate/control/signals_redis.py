@@ -1,5 +1,5 @@
-"""The autoscaler's view of the shared queue: entries waiting per stream and the workers' heartbeats; and its one
-write there, the warm pool's serve flags.
+"""The autoscaler's view of the shared queue: entries waiting per stream and the workers' heartbeats; and its
+writes there, the warm pool's serve flags and the off-peak notice.
 
 A stream holds exactly the work not yet done (workers delete what they finish), so the entries waiting for a
 worker are its length less its pending entries (read by a worker, not yet answered): XLEN - XPENDING.
@@ -71,6 +71,10 @@ class RedisControl:
             await self._guard("SET", self._client.set(key, b"1"))
         else:
             await self._streams.forget(key)
+
+    async def set_expiring(self, key: str, value: bytes, ttl_s: float) -> None:
+        """SET `key` to `value`, gone after `ttl_s` (the off-peak notice: vouched for only while refreshed)."""
+        await self._guard("SET", self._client.set(key, value, px=max(1, round(ttl_s * 1000))))
 
     async def close(self) -> None:
         await self._client.aclose()

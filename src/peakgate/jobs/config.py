@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 JobStoreBackend = Literal["sqlite"]
+OffPeakSource = Literal["window", "forecast"]
 
 
 class JobsConfig(BaseModel):
@@ -39,6 +40,11 @@ class JobsConfig(BaseModel):
     off_peak_start: time = time(1, 0)
     off_peak_end: time = time(6, 0)
     off_peak_timezone: str | None = None
+    # "forecast": off-peak is what `peakgate autoscale` publishes from its forecast in the queue's Redis (`[queue]
+    # backend = "redis"`), the window above while nothing fresh is published or Redis is out of reach; read at
+    # most once per `off_peak_cache_s`, so claiming jobs costs no Redis round trip per job.
+    off_peak_source: OffPeakSource = "window"
+    off_peak_cache_s: float = Field(default=1.0, gt=0)
     defer_margin_s: float = Field(default=600.0, ge=0)
     defer_prior_segments_per_s: float = Field(default=5.0, gt=0)  # run-time estimate before one is measured
 

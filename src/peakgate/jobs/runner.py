@@ -8,9 +8,10 @@ Running jobs take turns chunk by chunk (`FairQueue`), so one tenant's huge docum
 other job; each tenant has at most `max_active_jobs_per_tenant` in the rotation. Every store call runs off the
 event loop (`AsyncJobStore`).
 
-Deferrable jobs (the off-peak backlog) are claimed only while `OffPeak` says so (default: the configured daily
-window), or once their latest start has come: `latest_finish` less their estimated run time (segments left at
-the measured throughput) less `defer_margin_s`. Until then they stay queued, every other job passing them by.
+Deferrable jobs (the off-peak backlog) are claimed only while `OffPeak` says so (the configured daily window, or
+the autoscaler's forecast trough: `jobs.offpeak`), or once their latest start has come: `latest_finish` less
+their estimated run time (segments left at the measured throughput) less `defer_margin_s`. Until then they
+stay queued, every other job passing them by.
 
 Failures: `Rejected` and `BackendError` are transient (retried with capped exponential backoff, honouring
 `retry_after_s`, for as long as it takes); any other error fails the job with its message.
@@ -24,10 +25,8 @@ import logging
 import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from zoneinfo import ZoneInfo
 
 from peakgate.clock import Clock
-from peakgate.control.offpeak import OffPeak, WindowOffPeak
 from peakgate.domain import Principal, TranslateRequest, TranslateResult
 from peakgate.errors import BackendError, PeakgateError, Rejected
 from peakgate.jobs.config import JobsConfig
@@ -35,8 +34,10 @@ from peakgate.jobs.fair import FairQueue
 from peakgate.jobs.formats import DocumentCodec, codec_named
 from peakgate.jobs.model import TERMINAL, DeferralGate, Job, NewJob
 from peakgate.jobs.offload import AsyncJobStore, Offload
+from peakgate.jobs.offpeak import OffPeak, window_off_peak
 from peakgate.jobs.store import JobStore, JobStoreError, WallClock
 from peakgate.jobs.trim import TRIM_AFTER_SEGMENTS, release_freed_memory
+from peakgate.observe.metrics import SERVING_ENDPOINT
 
 _log = logging.getLogger(__name__)
 
@@ -45,6 +46,7 @@ Translate = Callable[[Sequence[str], str | None, str, str], Awaitable[list[str]]
 PauseCheck = Callable[[], bool]
 CodecLookup = Callable[[str], DocumentCodec]
 _TRANSIENT = (Rejected, BackendError)
+JOBS_ENDPOINT = "jobs"  # the `endpoint` label of the engine work jobs cost, whichever API submitted them
 
 
 class JobFailed(PeakgateError):
@@ -105,7 +107,7 @@ class JobRunner:
         self._claimed_at: float | None = None  # when the workers last looked for queued jobs
         self.throughput = Throughput(self._config.throughput_smoothing)
         self._wall = wall
-        self._off_peak = off_peak or _window(self._config, wall)
+        self._off_peak = off_peak or window_off_peak(self._config, wall)  # closed with the runner
 
     async def start(self) -> int:
         """Re-queue what a previous process left half done, then start the workers; returns jobs recovered."""
@@ -127,8 +129,11 @@ class JobRunner:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
-        for job in self._active.drain():
-            await self.store.release(job.id)
+        try:
+            for job in self._active.drain():
+                await self.store.release(job.id)
+        finally:
+            await self._off_peak.close()
 
     def wake(self) -> None:
         """A job was queued: workers look for it now instead of at their next poll."""
@@ -218,6 +223,7 @@ class JobRunner:
         return self._codecs(job.format).rebuild(data, [t for t in translations if t is not None])
 
     async def _work(self) -> None:
+        SERVING_ENDPOINT.set(JOBS_ENDPOINT)  # this task's own context: the requests' endpoints stay theirs
         while True:
             await self._claim_if_due()
             job = self._active.take()
@@ -248,15 +254,15 @@ class JobRunner:
         self._claimed_at = now
         try:
             while job := await self.store.claim_next(
-                    self._active.full_tenants(self._config.max_active_jobs_per_tenant), self._deferral_gate()):
+                    self._active.full_tenants(self._config.max_active_jobs_per_tenant), await self._deferral_gate()):
                 self._active.add(job)
         except JobStoreError:
             _log.exception("job store failed while claiming; retrying after the idle poll")
 
-    def _deferral_gate(self) -> DeferralGate:
+    async def _deferral_gate(self) -> DeferralGate:
         rate = self.throughput.segments_per_s or self._config.defer_prior_segments_per_s
-        return DeferralGate(off_peak=self._off_peak.is_off_peak(), now_wall_s=self._wall(), s_per_segment=1.0 / rate,
-                            margin_s=self._config.defer_margin_s)
+        return DeferralGate(off_peak=await self._off_peak.is_off_peak(), now_wall_s=self._wall(),
+                            s_per_segment=1.0 / rate, margin_s=self._config.defer_margin_s)
 
     async def _idle(self) -> None:
         sleeper = asyncio.ensure_future(self._clock.sleep(self._config.idle_poll_s))
@@ -269,7 +275,3 @@ class JobRunner:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
 
-
-def _window(config: JobsConfig, wall: WallClock) -> WindowOffPeak:
-    tz = ZoneInfo(config.off_peak_timezone) if config.off_peak_timezone is not None else None
-    return WindowOffPeak(config.off_peak_start, config.off_peak_end, wall, tz)

@@ -1,7 +1,8 @@
-"""`peakgate models build`: gettext corpus → Apertium teacher → SentencePiece → student → CTranslate2.
+"""`peakgate models build`: corpus → Apertium teacher → SentencePiece → student → CTranslate2.
 
-Every step writes into the build folder and is skipped when its output already exists, so a
-rerun resumes; the converted models and their manifest go to the models folder.
+Every step writes into the build folder and is skipped when its output already exists, and training
+resumes from its checkpoint there, so a rerun carries on where the last one stopped; the converted
+models and their manifest go to the models folder once the recipe's training budget is spent.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from tqdm import tqdm
 
 from peakgate.backends.apertium import ApertiumBackend
 from peakgate.backends.base import DecodeOptions
-from peakgate.models import corpus
+from peakgate.models import corpus, descriptions
 from peakgate.models.convert import convert
 from peakgate.models.train import Recipe
 
@@ -34,6 +35,7 @@ class BuildPaths:
     build_dir: Path
     models_dir: Path
     name: str = "student-en-es"
+    lists_dir: Path = Path("/var/lib/apt/lists")  # apt's Translation-* indexes, for recipes with descriptions
 
 
 async def _distill(sentences: list[str]) -> list[str]:
@@ -48,25 +50,52 @@ async def _distill(sentences: list[str]) -> list[str]:
     return out
 
 
-def gather(paths: BuildPaths, log: Callable[[str], None]) -> dict[str, int]:
-    """Write train.en / train.es: human pairs where a catalog has them, the teacher elsewhere."""
-    src_file, tgt_file = paths.build_dir / "train.en", paths.build_dir / "train.es"
+def _sources(
+    paths: BuildPaths, recipe: Recipe, log: Callable[[str], None]
+) -> tuple[dict[str, str], list[str], dict[str, int]]:
+    """Human pairs and the English left for the teacher, from every source the recipe names, banned text removed."""
+    heldout = corpus.read_heldout(paths.heldout)
+    # The dev set's English never becomes a training source, whichever corpus it turns up in.
+    banned = corpus.heldout_sources(paths.locale_dir, heldout) | corpus.read_dev_sources(paths.dev_tsv)
+    english = corpus.english_sentences(paths.locale_dir, heldout)
+    human = {e.source: e.target for e in corpus.human_pairs(paths.locale_dir, "es", heldout)}
+    sizes = {"english_sentences": len(english), "human_pairs": len(human), "heldout_catalogs_excluded": len(heldout)}
+    if recipe.descriptions:
+        en_texts = [descriptions.read_index(p) for p in descriptions.find_indexes(paths.lists_dir, "en")]
+        es_texts = [descriptions.read_index(p) for p in descriptions.find_indexes(paths.lists_dir, "es")]
+        if not en_texts:
+            raise FileNotFoundError(f"no Translation-en index in {paths.lists_dir}: run "
+                                    "`apt-get -o Acquire::Languages=en,es update` first")
+        en_descs, es_descs = descriptions.descriptions(en_texts, "en"), descriptions.descriptions(es_texts, "es")
+        desc_english = descriptions.english_sentences(en_descs)
+        desc_human = descriptions.aligned_pairs(en_descs, es_descs)
+        log(f"{len(en_descs)} English and {len(es_descs)} Spanish package descriptions: "
+            f"{len(desc_english)} sentences, {len(desc_human)} aligned human pairs")
+        sizes |= {"description_texts_en": len(en_descs), "description_texts_es": len(es_descs),
+                  "description_sentences": len(desc_english), "description_human_pairs": len(desc_human)}
+        english = sorted({*english, *desc_english})
+        human = desc_human | human  # a catalog's translation wins over a description's
+    sizes["dev_sentences_excluded"] = len(banned & {*english, *human})
+    human = {s: t for s, t in human.items() if s not in banned}
+    return human, [s for s in english if s not in human and s not in banned], sizes
+
+
+def gather(paths: BuildPaths, recipe: Recipe, log: Callable[[str], None]) -> dict[str, int]:
+    """Write train.en / train.es / train.origin: human pairs where a source has them, the teacher elsewhere."""
     sizes_file = paths.build_dir / "data_sizes.json"
     if sizes_file.exists():
         sizes: dict[str, int] = json.loads(sizes_file.read_text())
         return sizes
-    heldout = corpus.read_heldout(paths.heldout)
-    english = corpus.english_sentences(paths.locale_dir, heldout)
-    human = {e.source: e.target for e in corpus.human_pairs(paths.locale_dir, "es", heldout)}
-    to_distil = [s for s in english if s not in human]
-    log(f"{len(english)} English sentences, {len(human)} human pairs, {len(to_distil)} to distil")
+    human, to_distil, sizes = _sources(paths, recipe, log)
+    log(f"{len(human)} human pairs, {len(to_distil)} English sentences to distil")
     distilled = asyncio.run(_distill(to_distil))
-    pairs = sorted([*human.items(), *zip(to_distil, distilled, strict=True)])
-    corpus.write_lines(src_file, (s for s, _ in pairs))
-    corpus.write_lines(tgt_file, (t for _, t in pairs))
-    sizes = {"english_sentences": len(english), "human_pairs": len(human), "distilled_pairs": len(to_distil),
-             "training_pairs": len(pairs), "heldout_catalogs_excluded": len(heldout)}
-    sizes_file.write_text(json.dumps(sizes, indent=2))
+    pairs = sorted([(s, t, "human") for s, t in human.items()] + [(s, t, "teacher") for s, t in
+                                                                    zip(to_distil, distilled, strict=True)])
+    for suffix, column in (("en", 0), ("es", 1), ("origin", 2)):
+        corpus.write_lines(paths.build_dir / f"train.{suffix}", (p[column] for p in pairs))
+    sizes |= {"distilled_pairs": len(to_distil), "training_pairs": len(pairs),
+              "training_pairs_per_epoch": len(pairs) + (recipe.human_repeats - 1) * len(human)}
+    sizes_file.write_text(json.dumps(sizes, indent=2))  # last: its presence marks the step done
     return sizes
 
 
@@ -89,13 +118,14 @@ def _encode(spm_model: Path, recipe: Recipe, paths: BuildPaths) -> list[tuple[li
     import sentencepiece as spm
 
     sp = spm.SentencePieceProcessor(model_file=str(spm_model))
-    src = (paths.build_dir / "train.en").read_text(encoding="utf-8").splitlines()
-    tgt = (paths.build_dir / "train.es").read_text(encoding="utf-8").splitlines()
+    src, tgt, origin = ((paths.build_dir / f"train.{s}").read_text(encoding="utf-8").splitlines()
+                        for s in ("en", "es", "origin"))
     out = []
-    for s_raw, t_raw in zip(sp.encode(src), sp.encode(tgt), strict=True):
+    for s_raw, t_raw, source in zip(sp.encode(src), sp.encode(tgt), origin, strict=True):
         s_ids, t_ids = [*s_raw, 0], [*t_raw, 0]  # 0 is </s>
         if len(s_ids) <= recipe.max_tokens and len(t_ids) <= recipe.max_tokens:
-            out.append((s_ids, t_ids))
+            # Human translations are better than the teacher's: the recipe may show them more often.
+            out += [(s_ids, t_ids)] * (recipe.human_repeats if source == "human" else 1)
     return out
 
 
@@ -116,18 +146,21 @@ def export_tokenizer(spm_model: Path, hf_dir: Path) -> None:
 
 
 def build(paths: BuildPaths, recipe: Recipe, log: Callable[[str], None] = print) -> dict[str, Any]:
-    from peakgate.models import train
+    from peakgate.models import checkpoint, train
 
     paths.build_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    sizes = gather(paths, log)
+    sizes = gather(paths, recipe, log)
     spm_model = train_vocab(paths, recipe)
     pairs = _encode(spm_model, recipe, paths)
     hf_dir = paths.build_dir / "hf"
     hf_dir.mkdir(exist_ok=True)
-    log(f"training on {len(pairs)} pairs for {recipe.train_minutes} min")
+    steps = f"{recipe.max_steps} steps or " if recipe.max_steps else ""
+    log(f"training on {len(pairs)} pairs for {steps}{recipe.train_minutes} min, over every resume together")
     pad = _vocab_size(spm_model)  # <pad> comes after the SentencePiece pieces
-    stats = train.train(pairs, pad + 1, pad, recipe, hf_dir, log=log)
+    with checkpoint.stop_on_signals() as stop:
+        stats = train.train(pairs, pad + 1, pad, recipe, hf_dir, log=log,
+                            checkpoint_dir=paths.build_dir / "checkpoint", stop=stop.is_set)
     export_tokenizer(spm_model, hf_dir)
     converted = convert(hf_dir, paths.models_dir, paths.name)
     manifest = {"name": paths.name, "pair": "en-es", "engine": "ctranslate2", "data_sizes": sizes,

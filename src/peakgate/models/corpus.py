@@ -1,4 +1,4 @@
-"""Training text from the system's gettext catalogs, with held-out catalogs kept out."""
+"""Training text from the system's gettext catalogs, with held-out catalogs and the dev set kept out."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def iter_catalogs(locale_dir: Path, lang: str | None = None) -> Iterator[Path]:
 
 def english_sentences(locale_dir: Path, heldout: frozenset[str]) -> list[str]:
     """Every distinct English msgid of the non-held-out catalogs, minus any held-out msgid."""
-    banned = _heldout_sources(locale_dir, heldout)
+    banned = heldout_sources(locale_dir, heldout)
     seen: set[str] = set()
     for mo in iter_catalogs(locale_dir):
         if mo.name in heldout:
@@ -69,7 +69,7 @@ def english_sentences(locale_dir: Path, heldout: frozenset[str]) -> list[str]:
 
 
 def human_pairs(locale_dir: Path, lang: str, heldout: frozenset[str]) -> list[CatalogEntry]:
-    banned = _heldout_sources(locale_dir, heldout)
+    banned = heldout_sources(locale_dir, heldout)
     out: dict[str, CatalogEntry] = {}
     for mo in iter_catalogs(locale_dir, lang):
         # iso-codes catalogs are tens of thousands of place and language names: a gazetteer, not UI text.
@@ -81,8 +81,15 @@ def human_pairs(locale_dir: Path, lang: str, heldout: frozenset[str]) -> list[Ca
     return [out[k] for k in sorted(out)]
 
 
-def _heldout_sources(locale_dir: Path, heldout: frozenset[str]) -> frozenset[str]:
+def heldout_sources(locale_dir: Path, heldout: frozenset[str]) -> frozenset[str]:
+    """Every msgid of the held-out catalogs: banned as training source text, whatever corpus it turns up in."""
     return frozenset(src for mo in iter_catalogs(locale_dir) if mo.name in heldout for src, _ in _entries(mo))
+
+
+def read_dev_sources(path: Path) -> frozenset[str]:
+    """The English column of the dev set (catalog, English, Spanish): never a training source."""
+    rows = (line.split("\t") for line in path.read_text(encoding="utf-8").splitlines())
+    return frozenset(row[1].strip() for row in rows if len(row) >= 3)
 
 
 def write_lines(path: Path, lines: Iterable[str]) -> int:

@@ -1,4 +1,8 @@
-"""Train a small Marian-style transformer on CPU (build-time only: needs the `[train]` extra)."""
+"""Train a Marian-style student transformer on CPU, resumably (build-time only: needs the `[train]` extra).
+
+A run that outlasts its process (a session ends, SIGTERM) checkpoints and carries on where it stopped
+the next time it is started with the same checkpoint directory; see models/checkpoint.py.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
+
+from peakgate.models import checkpoint
+from peakgate.models.checkpoint import Progress, TrainingInterrupted
+
+CHECKPOINT_EVERY_S = 600.0
+Pairs = Sequence[tuple[list[int], list[int]]]
 
 
 @dataclass(frozen=True)
@@ -28,9 +38,25 @@ class Recipe:
     warmup_steps: int = 800
     batch_tokens: int = 3000
     max_tokens: int = 96
-    train_minutes: float = 60.0
+    train_minutes: float = 60.0  # training time over every resume together
+    max_steps: int = 0  # 0: no step limit, only the time budget
     threads: int = 2
     seed: int = 13
+    descriptions: bool = False  # add Debian package descriptions to the gettext corpus
+    human_repeats: int = 1  # human pairs appear this many times per epoch; teacher output once
+
+
+# The shipped student, and a larger one on broader data, trained over several resumed sessions. The large
+# one's budget is in steps (~6 epochs), so CPU contention from other work stretches its wall time but not
+# what it learns; the minutes are only a cap. docs/training.md has the arithmetic.
+RECIPES: dict[str, Recipe] = {
+    "student-en-es": Recipe(),
+    "student-en-es-large": Recipe(
+        vocab_size=12000, d_model=384, encoder_layers=6, decoder_layers=2, attention_heads=6, ffn_dim=1536,
+        peak_lr=7e-4, warmup_steps=1500, batch_tokens=4000, max_steps=9_000, train_minutes=600.0,
+        descriptions=True, human_repeats=2,
+    ),
+}
 
 
 def _marian_config(recipe: Recipe, vocab: int, pad: int) -> Any:
@@ -47,7 +73,7 @@ def _marian_config(recipe: Recipe, vocab: int, pad: int) -> Any:
     )
 
 
-def _batches(pairs: Sequence[tuple[list[int], list[int]]], batch_tokens: int, rng: random.Random) -> list[list[int]]:
+def _batches(pairs: Pairs, batch_tokens: int, rng: random.Random) -> list[list[int]]:
     """Length-bucketed batches of indices, shuffled."""
     order = sorted(range(len(pairs)), key=lambda i: (len(pairs[i][0]), rng.random()))
     batches: list[list[int]] = []
@@ -65,7 +91,7 @@ def _batches(pairs: Sequence[tuple[list[int], list[int]]], batch_tokens: int, rn
     return batches
 
 
-def _tensors(pairs: Sequence[tuple[list[int], list[int]]], idx: list[int], pad: int) -> dict[str, Any]:
+def _tensors(pairs: Pairs, idx: list[int], pad: int) -> dict[str, Any]:
     import torch
 
     src = [pairs[i][0] for i in idx]
@@ -82,48 +108,127 @@ def _tensors(pairs: Sequence[tuple[list[int], list[int]]], idx: list[int], pad: 
             "decoder_input_ids": decoder_in}
 
 
-def train(
-    pairs: Sequence[tuple[list[int], list[int]]], vocab: int, pad: int, recipe: Recipe, out_dir: Path,
-    *, log: Callable[[str], None] = print,
-) -> dict[str, Any]:
-    """Train until the time budget is spent; save a HF model to `out_dir`; return stats."""
+def _parts(recipe: Recipe, vocab: int, pad: int) -> dict[str, Any]:
     import torch
     from transformers import MarianMTModel
 
-    torch.manual_seed(recipe.seed)
-    torch.set_num_threads(recipe.threads)
-    rng = random.Random(recipe.seed)
     model = MarianMTModel(_marian_config(recipe, vocab, pad))
-    params = sum(p.numel() for p in model.parameters())
     optim = torch.optim.AdamW(model.parameters(), lr=recipe.peak_lr, betas=(0.9, 0.98), weight_decay=0.01)
     sched = torch.optim.lr_scheduler.LambdaLR(
         optim, lambda step: min((step + 1) / recipe.warmup_steps, math.sqrt(recipe.warmup_steps / (step + 1)))
     )
-    loss_fn = torch.nn.CrossEntropyLoss(ignore_index=-100, label_smoothing=recipe.label_smoothing)
-    started, step, epoch, last_loss = time.monotonic(), 0, 0, float("nan")
-    budget_s = recipe.train_minutes * 60
-    model.train()
-    while time.monotonic() - started < budget_s:
-        epoch += 1
-        bar = tqdm(_batches(pairs, recipe.batch_tokens, rng), desc=f"epoch {epoch}", unit="batch")
-        for idx in bar:
-            batch = _tensors(pairs, idx, pad)
-            labels = batch.pop("labels")
-            logits = model(**batch).logits
-            loss = loss_fn(logits.view(-1, logits.size(-1)), labels.view(-1))
-            optim.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optim.step()
-            sched.step()
-            step += 1
-            last_loss = 0.98 * last_loss + 0.02 * loss.item() if step > 1 else loss.item()
-            bar.set_postfix(loss=f"{last_loss:.3f}")
-            if time.monotonic() - started >= budget_s:
-                break
-        log(f"epoch {epoch} done: step {step} loss {last_loss:.3f} elapsed {time.monotonic() - started:.0f}s")
+    return {"model": model, "optim": optim, "sched": sched}
+
+
+def _step(parts: dict[str, Any], batch: dict[str, Any], loss_fn: Any) -> float:
+    import torch
+
+    model, optim = parts["model"], parts["optim"]
+    labels = batch.pop("labels")
+    logits = model(**batch).logits
+    loss = loss_fn(logits.view(-1, logits.size(-1)), labels.view(-1))
+    optim.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optim.step()
+    parts["sched"].step()
+    return float(loss.item())
+
+
+class _Run:
+    """One process's share of a training run: the budget, the clock and the checkpoint cadence."""
+
+    def __init__(self, recipe: Recipe, progress: Progress, checkpoint_dir: Path | None, *, every_s: float,
+                 stop: Callable[[], bool], log: Callable[[str], None]) -> None:
+        self.recipe, self.progress, self.checkpoint_dir, self.every_s = recipe, progress, checkpoint_dir, every_s
+        self.stop, self.log = stop, log
+        self._base_s, self._started = progress.elapsed_s, time.monotonic()
+        self._last_save = self._started
+
+    def tick(self) -> None:
+        self.progress.elapsed_s = self._base_s + time.monotonic() - self._started
+
+    def spent(self) -> bool:
+        p, r = self.progress, self.recipe
+        return p.elapsed_s >= r.train_minutes * 60 or 0 < r.max_steps <= p.step
+
+    def checkpoint_due(self) -> bool:
+        return self.checkpoint_dir is not None and time.monotonic() - self._last_save >= self.every_s
+
+    def save(self, parts: dict[str, Any], rng: random.Random) -> None:
+        if self.checkpoint_dir is None:
+            return
+        path = checkpoint.save(self.checkpoint_dir, parts, self.progress, asdict(self.recipe), rng)
+        self._last_save = time.monotonic()
+        p = self.progress
+        self.log(f"checkpoint {path}: step {p.step} epoch {p.epoch} loss {p.loss:.3f} elapsed {p.elapsed_s:.0f}s "
+            f"source tokens {p.source_tokens} ({p.source_tokens / max(p.elapsed_s, 1e-9):.0f}/s)")
+
+
+def _epoch(pairs: Pairs, pad: int, parts: dict[str, Any], rng: random.Random, run: _Run) -> None:
+    """Train on the rest of the current epoch, or until the budget is spent or a stop is asked for."""
+    import torch
+
+    p = run.progress
+    if p.batch_in_epoch == 0:
+        p.epoch += 1
+        p.epoch_rng = rng.getstate()
+    rng.setstate(p.epoch_rng)  # a resumed epoch redraws the same batch order, then skips what was done
+    batches = _batches(pairs, run.recipe.batch_tokens, rng)
+    loss_fn = torch.nn.CrossEntropyLoss(ignore_index=-100, label_smoothing=run.recipe.label_smoothing)
+    bar = tqdm(batches, desc=f"epoch {p.epoch}", unit="batch", initial=p.batch_in_epoch, mininterval=30)
+    for idx in batches[p.batch_in_epoch :]:
+        loss = _step(parts, _tensors(pairs, idx, pad), loss_fn)
+        p.step, p.batch_in_epoch = p.step + 1, p.batch_in_epoch + 1
+        p.source_tokens += sum(len(pairs[i][0]) for i in idx)
+        p.loss = 0.98 * p.loss + 0.02 * loss if p.step > 1 else loss
+        bar.update()
+        bar.set_postfix(loss=f"{p.loss:.3f}", refresh=False)
+        run.tick()
+        if run.stop():
+            run.save(parts, rng)
+            raise TrainingInterrupted(f"stopped at step {p.step}; rerun to resume from {run.checkpoint_dir}")
+        if run.spent():
+            return
+        if run.checkpoint_due():
+            run.save(parts, rng)
+    bar.close()
+    p.batch_in_epoch = 0
+    run.log(f"epoch {p.epoch} done: step {p.step} loss {p.loss:.3f} elapsed {p.elapsed_s:.0f}s")
+
+
+def train(
+    pairs: Pairs, vocab: int, pad: int, recipe: Recipe, out_dir: Path, *, log: Callable[[str], None] = print,
+    checkpoint_dir: Path | None = None, checkpoint_every_s: float = CHECKPOINT_EVERY_S,
+    stop: Callable[[], bool] = lambda: False,
+) -> dict[str, Any]:
+    """Train until the budget is spent, resuming from `checkpoint_dir` when it holds a checkpoint.
+
+    Saves a HF model to `out_dir` and returns stats. When `stop()` turns true the run checkpoints and
+    raises TrainingInterrupted; a later call with the same checkpoint directory carries on from there.
+    """
+    import torch
+
+    torch.manual_seed(recipe.seed)
+    torch.set_num_threads(recipe.threads)
+    rng = random.Random(recipe.seed)
+    parts = _parts(recipe, vocab, pad)
+    resumed = checkpoint.load(checkpoint_dir, parts, asdict(recipe), rng) if checkpoint_dir else None
+    if resumed:
+        log(f"resuming from {checkpoint_dir}: step {resumed.step}, epoch {resumed.epoch}, {resumed.elapsed_s:.0f}s")
+    run = _Run(recipe, resumed or Progress(), checkpoint_dir, every_s=checkpoint_every_s, stop=stop, log=log)
+    parts["model"].train()
+    while not run.spent():
+        _epoch(pairs, pad, parts, rng, run)
+    run.save(parts, rng)  # the final state, so a longer budget later carries on from here
+    return _finish(parts["model"], run.progress, recipe, out_dir)
+
+
+def _finish(model: Any, p: Progress, recipe: Recipe, out_dir: Path) -> dict[str, Any]:
     model.save_pretrained(out_dir)
-    stats = {"parameters": params, "steps": step, "epochs": epoch, "final_loss": round(last_loss, 4),
-             "train_seconds": round(time.monotonic() - started, 1), "recipe": asdict(recipe)}
+    stats = {"parameters": sum(t.numel() for t in model.parameters()), "steps": p.step, "epochs": p.epoch,
+             "final_loss": round(p.loss, 4), "train_seconds": round(p.elapsed_s, 1),
+             "source_tokens": p.source_tokens, "source_tokens_per_s": round(p.source_tokens / max(p.elapsed_s, 1e-9)),
+             "checkpoints": p.checkpoints, "recipe": asdict(recipe)}
     (out_dir / "train_stats.json").write_text(json.dumps(stats, indent=2))
     return stats

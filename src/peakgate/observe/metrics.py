@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from contextvars import ContextVar
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 _LATENCY_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 _BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128)
+OTHER = "other"
+# The API route serving the work in this context (its template, e.g. "/v2/translate"), for the `endpoint` label
+# of engine work: set where a request enters (and by the job runner's tasks); tasks a request spawns inherit it.
+SERVING_ENDPOINT: ContextVar[str] = ContextVar("peakgate_serving_endpoint", default=OTHER)
 
 
 class Metrics:
@@ -51,8 +58,40 @@ class Metrics:
                                        "batch", registry=r)
         self.ejections = Counter("peakgate_outlier_ejections_total", "Replicas taken out by outlier ejection",
                                  ["model", "replica"], registry=r)
+        self.qe_fallbacks = Counter("peakgate_qe_fallbacks_total",
+                                    "Segments re-translated by the next engine after failing quality estimation, by "
+                                    "the first engine and its first failed check", ["model", "reason"], registry=r)
+        self.qe_served = Counter("peakgate_qe_served_total",
+                                 "Re-translated segments by the candidate served: the first engine's (primary) or "
+                                 "the next engine's (fallback)", ["model", "candidate"], registry=r)
         self.fallbacks = Counter("peakgate_fallbacks_total", "Requests routed past an unhealthy model",
                                  ["tier", "model"], registry=r)
+        self.pivots = Counter("peakgate_pivot_total", "Requests translated in two hops through a pivot language",
+                              ["source", "target", "pivot"], registry=r)
+        self.engine_characters = Counter(
+            "peakgate_engine_characters_total",
+            "Source characters translated by an engine (not cache or TM hits), the autoscaler's cost attribution",
+            ["model", "tier", "tenant", "endpoint"], registry=r,
+        )
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class EngineUsage:
+    """Counts engine work by (model, tier, tenant, endpoint) with bounded labels: a tenant outside `tenants` (the
+    configured ones) counts as "other"; the endpoint is `SERVING_ENDPOINT`, a route template."""
+
+    def __init__(self, metrics: Metrics, tenants: Iterable[str]) -> None:
+        self._counter = metrics.engine_characters
+        self._tenants = frozenset(tenants)
+        self._children: dict[tuple[str, str, str, str], Counter] = {}  # `labels()` costs more than a cache hit
+
+    def record(self, model: str, tier: str, tenant: str, characters: int) -> None:
+        if characters <= 0:
+            return
+        key = (model, tier, tenant if tenant in self._tenants else OTHER, SERVING_ENDPOINT.get())
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = self._counter.labels(*key)
+        child.inc(characters)

@@ -1,6 +1,5 @@
-"""Routing: tier router with fallback chains, and language detection."""
+"""Routing: tier router with fallback chains, language coverage with pivoting, and language detection."""
 
-from peakgate.routing.langdetect import detect
 from peakgate.routing.router import Route, TierRouter
 
-__all__ = ["Route", "TierRouter", "detect"]
+__all__ = ["Route", "TierRouter"]

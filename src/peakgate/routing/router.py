@@ -88,16 +88,6 @@ class TierRouter:
         model = self._least_overloaded(alive, priority)
         return Route(tier=tier, model=model, chain=(model, *(n for n in alive if n != model)))
 
-    def check_pair(self, source: str | None, target: str) -> None:
-        """`UnsupportedPair` unless a model in some tier serves the pair (None: any source, detected later).
-
-        For work routed later (jobs): health and load are left to `route`, when the work runs.
-        """
-        tiered = {name for chain in self._tiers.values() for name in chain}
-        if not any(self._serves(name, source or self._models[name].source, target)
-                   for name in tiered if name in self._models):
-            raise UnsupportedPair(self._pair_message("no model serves", source or "auto", target))
-
     def _explicit(self, name: str, source: str, target: str) -> Route:
         if self._settings.model(name) is None:
             known = ", ".join(m.name for m in self._settings.models) or "none"

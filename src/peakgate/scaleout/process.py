@@ -26,7 +26,7 @@ from peakgate.scaleout.redis_streams import RedisStreams
 from peakgate.scaleout.settings import QueueConfig
 from peakgate.scaleout.wall import SystemWallClock
 from peakgate.scaleout.worker import Worker
-from peakgate.service import worker_count
+from peakgate.scheduling.concurrency import worker_count
 
 _log = logging.getLogger(__name__)
 

@@ -93,7 +93,8 @@ class FakeService:
         if len(request.segments) > limits.max_segments:
             raise BadRequest(f"too many segments: {len(request.segments)} > {limits.max_segments} per request")
         source = request.source or self.detect(" ".join(request.segments))[0][0]
-        if (source, request.target) not in {(lang.code, t) for lang in LANGUAGES for t in lang.targets}:
+        served = {(lang.code, t) for lang in LANGUAGES for t in lang.targets}
+        if (source, request.target.partition("-")[0]) not in served:  # "en" serves "en-us", as in the router
             raise UnsupportedPair(f"no model translates {source} → {request.target}")
         tier = request.tier or "medium"
         translations = tuple(Translation(s.upper(), source, f"fake-{source}-{request.target}", tier)

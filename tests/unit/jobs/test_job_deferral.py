@@ -15,6 +15,7 @@ from peakgate.jobs.config import JobsConfig
 from peakgate.jobs.model import DeferralGate, NewJob
 from peakgate.jobs.runner import JobRunner
 from peakgate.jobs.store import SqliteJobStore
+from peakgate.observe.metrics import SERVING_ENDPOINT
 
 T = TypeVar("T")
 NOW = 1_800_000_000.0
@@ -75,9 +76,15 @@ def _status(store: SqliteJobStore, job_id: str) -> str:
 class _Switch:
     def __init__(self) -> None:
         self.on = False
+        self.asked = 0
+        self.closed = False
 
-    def is_off_peak(self) -> bool:
+    async def is_off_peak(self) -> bool:
+        self.asked += 1
         return self.on
+
+    async def close(self) -> None:
+        self.closed = True
 
 
 async def _inline(call: Callable[[], T]) -> T:
@@ -126,3 +133,23 @@ async def test_the_runner_starts_a_deferred_job_at_its_latest_start_even_at_peak
         assert _status(store, job.id) == "done"
     finally:
         await runner.close()
+
+
+async def test_job_work_is_labelled_jobs_and_the_runner_closes_its_off_peak_source(tmp_path: Path) -> None:
+    store, clock, off_peak = SqliteJobStore(tmp_path / "jobs.db", sealer=Sealer.ephemeral()), FakeClock(), _Switch()
+    endpoints: list[str] = []
+
+    async def translate(segments: Sequence[str], source: str | None, target: str, tenant: str) -> list[str]:
+        endpoints.append(SERVING_ENDPOINT.get())
+        return list(segments)
+
+    runner = JobRunner(store, translate, clock, config=CONFIG, offload=_inline, off_peak=off_peak, wall=lambda: NOW)
+    job = store.create(_new(n=25))  # three chunks
+    await runner.start()
+    try:
+        await _advance(clock, 1.0)
+        assert _status(store, job.id) == "done"
+    finally:
+        await runner.close()
+    assert endpoints == ["jobs"] * 3 and SERVING_ENDPOINT.get() == "other"  # the runner's tasks, not ours
+    assert off_peak.closed and off_peak.asked >= 1

@@ -1,0 +1,1 @@
+"""Translation quality estimation and the second-engine fallback (docs/quality.md)."""

@@ -97,9 +97,13 @@ def test_an_unserved_language_is_refused_by_name() -> None:
 
 
 def test_a_served_language_that_cannot_reach_the_target_is_refused_by_name() -> None:
-    with pytest.raises(UnsupportedSource, match=r"Spanish \(es, confidence 0.80\) cannot be translated into es; "
-                                                r"sources served into es: en, fr, gl"):
-        coverage(("es", 0.8), ("fr", 0.1)).source_of("La casa", "es")
+    with pytest.raises(UnsupportedSource, match=r"Galician \(gl, confidence 0.80\) cannot be translated into fr; "
+                                                r"sources served into fr: "):
+        coverage(("gl", 0.8), ("pt", 0.1)).source_of("A casa", "fr")
+
+
+def test_text_already_in_the_target_language_is_its_own_source() -> None:
+    assert coverage(("es", 0.8), ("fr", 0.1)).source_of("La casa", "es") == "es"  # the service echoes it
 
 
 def test_the_real_detector_refuses_german() -> None:

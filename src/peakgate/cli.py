@@ -1,5 +1,5 @@
 """`peakgate` command line: serve, models list|build, translate, tm import|export, worker, route, autoscale,
-simulate."""
+simulate, rules, surge, checklist."""
 
 from __future__ import annotations
 
@@ -55,6 +55,15 @@ def _parser() -> argparse.ArgumentParser:
     from peakgate.control.simulate_cli import add_arguments as simulate_args
 
     simulate_args(sub.add_parser("simulate", help="replay a traffic trace through the scaling policies: SLO, cost"))
+    rules = sub.add_parser("rules", help="write the Prometheus recording and SLO alerting rules for the config")
+    rules.add_argument("--out", type=Path, default=Path("deploy/prometheus"), help="directory (default: %(default)s)")
+    _config_arg(rules)
+    from peakgate.drills.surge_cli import add_arguments as surge_args
+
+    surge_args(sub.add_parser("surge", help="open-loop surge against a running deployment, then a report"))
+    from peakgate.drills.checklist import add_arguments as checklist_args
+
+    checklist_args(sub.add_parser("checklist", help="the pre-holiday list, checked against artefacts: pass/fail"))
     return parser
 
 
@@ -116,6 +125,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             from peakgate.cluster.app import run_router
 
             return run_router(args.config, args.host, args.port)
+        if args.command == "rules":
+            from peakgate.observe.rules import write_rules
+
+            print(*write_rules(load_settings(args.config).slo, args.out), sep="\n")
+            return 0
+        if args.command == "surge":
+            from peakgate.drills.surge_cli import run as run_surge
+
+            return run_surge(args)
+        if args.command == "checklist":
+            from peakgate.drills.checklist import run as run_checklist
+
+            return run_checklist(args)
         if args.command == "simulate":
             from peakgate.control.simulate_cli import run as run_simulate
 

@@ -20,6 +20,7 @@ from peakgate.errors import ConfigError
 from peakgate.glossary.store import GlossaryStoreKind
 from peakgate.jobs.config import JobsConfig
 from peakgate.memory.settings import TmConfig
+from peakgate.observe.slo_settings import SloConfig
 from peakgate.quality.settings import QualityConfig
 from peakgate.redaction.policy import RedactionPolicy
 from peakgate.redaction.settings import RedactionConfig
@@ -210,6 +211,7 @@ class Settings(_Frozen):
     jobs: JobsConfig = JobsConfig()
     at_rest: AtRestConfig = AtRestConfig()  # the key sealing stored job and glossary text
     resilience: ResilienceConfig = ResilienceConfig()
+    slo: SloConfig = SloConfig()  # availability and latency objectives per class (observe/slo_settings.py)
     queue: QueueConfig = QueueConfig()  # in-process (embedded default) or Redis Streams with worker processes
     cluster: ClusterConfig | None = None  # gateway clusters behind `peakgate route` (cluster/config.py)
     autoscale: AutoscaleConfig = AutoscaleConfig()  # `peakgate autoscale` (control/loop_settings.py)

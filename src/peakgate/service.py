@@ -65,7 +65,7 @@ class Service:
         self.metrics = metrics or Metrics()
         self._clock = clock or MonotonicClock()
         self._guard = OverloadGuard(settings.resilience, settings.classes, self._clock, self.metrics,
-                                    shed_queued=self._shed_queued)
+                                    shed_queued=self._shed_queued, slo=settings.slo)
         self._backends = dict(backends) if backends is not None else {
             m.name: build_backend(m, settings.models_dir, self._guard.outlier_detector) for m in settings.models
             if needs_local_engines(settings)

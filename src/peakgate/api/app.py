@@ -12,6 +12,7 @@ from starlette.responses import Response
 from starlette.types import Lifespan
 
 from peakgate.api.contract import TranslationService
+from peakgate.api.dashboard import dashboard_operations
 from peakgate.api.deepl import deepl_operations
 from peakgate.api.documents import DocumentService, document_operations
 from peakgate.api.endpoint import Operation, to_routes
@@ -36,6 +37,7 @@ def create_app(service: Platform, *, lifespan: Lifespan[Starlette] | None = None
     operations = [
         *native_operations(service), *deepl_operations(service), *libre_operations(service),
         *glossary_operations(service), *document_operations(service), *stream_operations(service),
+        *dashboard_operations(service),
         Operation("/openapi.json", ("GET",), openapi, NATIVE, "This OpenAPI 3.1 document", response=dict[str, Any]),
     ]
     document = msgspec.json.encode(openapi_document(operations))  # built once: the routes are fixed

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from peakgate.observe.gpu import GpuCollector
+from peakgate.observe.slo import SloReading
 
 _LATENCY_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 _BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128)
@@ -73,9 +78,62 @@ class Metrics:
             "Source characters translated by an engine (not cache or TM hits), the autoscaler's cost attribution",
             ["model", "tier", "tenant", "endpoint"], registry=r,
         )
+        self._observe_classes_and_slos(r)
+        # RSS, CPU seconds, open and max file descriptors, start time (`process_*`), read from /proc at scrape.
+        ProcessCollector(registry=r)
+        r.register(GpuCollector())
+
+    def _observe_classes_and_slos(self, r: CollectorRegistry) -> None:
+        self.class_requests = Counter(
+            "peakgate_class_requests_total",
+            "Requests per priority class through the overload guard, by outcome: served, shed (refused or failed "
+            "for overload), error (engine or internal failure)", ["class", "outcome"], registry=r,
+        )
+        self.class_latency = Histogram(
+            "peakgate_class_latency_seconds", "Latency of served requests per priority class, from the overload "
+            "guard's door to the answer", ["class"], buckets=_LATENCY_BUCKETS_S, registry=r,
+        )
+        self.slo_events = Counter("peakgate_slo_events_total", "Events counted against each SLO, good or bad",
+                                  ["slo", "outcome"], registry=r)
+        self.slo_gauges = SloGauges()
+        r.register(self.slo_gauges)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class SloGauges(Collector):
+    """`peakgate_slo_objective{slo}`, `peakgate_slo_burn_rate{slo,window}`, `peakgate_slo_error_budget_remaining
+    {slo}` and `peakgate_slo_alert{slo,severity}`, read from the attached SLO trackers at each scrape (so the
+    windows are evaluated at the scrape's now, with no timer keeping gauges fresh)."""
+
+    def __init__(self) -> None:
+        self._source: Callable[[], Iterable[SloReading]] = tuple
+
+    def attach(self, source: Callable[[], Iterable[SloReading]]) -> None:
+        self._source = source
+
+    def describe(self) -> list[Metric]:
+        return []  # registered before any SLO is attached: no names to reserve
+
+    def collect(self) -> Iterator[Metric]:
+        objective = GaugeMetricFamily("peakgate_slo_objective", "The share of good events each SLO promises",
+                                      labels=["slo"])
+        burn = GaugeMetricFamily("peakgate_slo_burn_rate", "Error ratio over the error budget (1 - objective) in "
+                                 "each window; 1 spends the budget exactly over the period", labels=["slo", "window"])
+        budget = GaugeMetricFamily("peakgate_slo_error_budget_remaining", "Share of the period's error budget left "
+                                   "(1 untouched, negative overspent), since this process started", labels=["slo"])
+        alert = GaugeMetricFamily("peakgate_slo_alert", "1 while a multiwindow burn-rate alert of that severity "
+                                  "fires (page: 14.4x over 1h and 5m, or 6x over 6h and 30m; ticket: 1x over 3d "
+                                  "and 6h, for a 30-day period)", labels=["slo", "severity"])
+        for reading in self._source():
+            objective.add_metric([reading.name], reading.objective)
+            for window, rate in reading.burn.items():
+                burn.add_metric([reading.name, window], rate)
+            budget.add_metric([reading.name], reading.budget_remaining)
+            for severity, firing in reading.alerts.items():
+                alert.add_metric([reading.name, severity], 1.0 if firing else 0.0)
+        yield from (objective, burn, budget, alert)
 
 
 class EngineUsage:

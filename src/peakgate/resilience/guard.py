@@ -2,6 +2,12 @@
 
 The policies (`shedding.decide`, `degrade.decide`) are pure; this object feeds them readings, acts on their
 decisions and exports what they decided. The ladder ticks in a background task, never on the request path.
+
+Two SLO views are fed here. Each class's configured SLOs (`observe.slo_export`: availability and latency, with
+the SRE workbook's alert windows of minutes to days) see every request the guard admits, sheds or serves. The
+ladder reads a burn rate over windows of seconds (`observe.slo.MultiwindowBurn`, the same maths): a page-level
+pair resets only once its 5-minute window has cooled, which would hold the ladder degraded for minutes after
+a surge it was meant to ride out.
 """
 
 from __future__ import annotations
@@ -14,8 +20,11 @@ from collections.abc import Callable, Iterator, Mapping
 
 from peakgate.clock import Clock
 from peakgate.config import PRIORITY_ORDER, ClassConfig, PriorityClass
-from peakgate.errors import PeakgateError
+from peakgate.errors import BackendError, PeakgateError, Rejected
 from peakgate.observe.metrics import Metrics
+from peakgate.observe.slo import MultiwindowBurn
+from peakgate.observe.slo_export import ClassSlos, Failure
+from peakgate.observe.slo_settings import SloConfig
 from peakgate.resilience import shedding
 from peakgate.resilience.breaker import Breakers, Transition
 from peakgate.resilience.degrade import Degradation, Ladder, Level
@@ -23,7 +32,6 @@ from peakgate.resilience.load import LoadTracker
 from peakgate.resilience.outlier import Ejection, OutlierDetector
 from peakgate.resilience.retry import RetryBudget
 from peakgate.resilience.settings import ResilienceConfig
-from peakgate.resilience.window import TimeWindow
 
 _log = logging.getLogger(__name__)
 _STATE_VALUE = {"closed": 0.0, "half_open": 1.0, "open": 2.0}
@@ -36,7 +44,7 @@ QueueShedHook = Callable[[PriorityClass, Callable[[object], PeakgateError], floa
 class OverloadGuard:
     def __init__(
         self, config: ResilienceConfig, classes: Mapping[PriorityClass, ClassConfig], clock: Clock, metrics: Metrics,
-        *, shed_queued: QueueShedHook | None = None,
+        *, shed_queued: QueueShedHook | None = None, slo: SloConfig | None = None,
     ) -> None:
         self._config = config
         self._classes = classes
@@ -46,8 +54,9 @@ class OverloadGuard:
         self.breakers = Breakers(config.breaker, clock, on_transition=self._breaker_moved)
         self.ladder = Ladder(config.ladder, clock, on_change=self._level_moved)
         self.retries = RetryBudget(config.retry, clock)  # fallbacks along a tier are retries: no retry storms
-        self._slo = TimeWindow(config.slo_window_s)
-        self._slo_short = TimeWindow(config.slo_short_window_s)
+        self._burn = MultiwindowBurn(clock, config.slo_target, (config.slo_window_s, config.slo_short_window_s),
+                                     config.slo_min_requests)
+        self.slos = ClassSlos(slo or SloConfig(), clock, metrics)
         self._task: asyncio.Task[None] | None = None
         self._shed_queued = shed_queued
         self._queue_shed_at: dict[PriorityClass, float] = {}
@@ -72,6 +81,7 @@ class OverloadGuard:
             return
         self._metrics.rejected.labels("shed", priority).inc()
         self.record(good=False)
+        self.slos.failed(priority, "shed")
         if decision.starved or decision.late_drain_per_s is not None:
             self._shed_behind(priority, decision)
         raise decision.error()
@@ -106,24 +116,30 @@ class OverloadGuard:
         """Count a request's segments as waiting in its class while the engines work on them.
 
         Segments, not requests: capacity is measured in segments per second, and a 10-sentence document ahead
-        of you costs ten times a single sentence.
+        of you costs ten times a single sentence. The request's outcome and latency count against its class's
+        SLOs (a pivoted request passes twice, so counts twice).
         """
         tokens = [self.tracker.enqueued(priority) for _ in range(max(1, segments))]
+        started = self._clock.now()
         served = False
         try:
             yield
             served = True
+        except Exception as exc:
+            failure = _failure(exc)
+            if failure is not None:
+                self.slos.failed(priority, failure)
+            raise
         finally:
             for token in tokens:
                 self.tracker.dequeued(priority, token, served=served)
             if served:
                 self.tracker.completed(len(tokens), priority)
+        self.slos.served(priority, self._clock.now() - started)
 
     def record(self, *, good: bool) -> None:
-        """One request's outcome against the SLO (answered within its deadline, or not)."""
-        now = self._clock.now()
-        self._slo.add(now, failed=not good)
-        self._slo_short.add(now, failed=not good)
+        """One request's outcome against the ladder's SLO (answered within its deadline, or not)."""
+        self._burn.add(good=good)
 
     def signals(self) -> tuple[float, float]:
         """(SLO burn rate, interactive queue wait in ms) for the ladder: burn 1.0 spends the budget exactly.
@@ -132,14 +148,8 @@ class OverloadGuard:
         and the short one cooling lets the ladder start down seconds after a surge, not once the long window
         has forgotten it.
         """
-        burn = min(self._burn(self._slo), self._burn(self._slo_short))
         top = self.tracker.load(PRIORITY_ORDER[0], self._classes[PRIORITY_ORDER[0]])
-        return burn, max(top.ewma_wait_ms, top.oldest_wait_ms)
-
-    def _burn(self, window: TimeWindow) -> float:
-        counts = window.counts(self._clock.now())
-        budget = max(1e-9, 1.0 - self._config.slo_target)
-        return counts.failure_rate / budget if counts.total >= self._config.slo_min_requests else 0.0
+        return self._burn.rate(), max(top.ewma_wait_ms, top.oldest_wait_ms)
 
     def interactive_late_ms(self) -> float | None:
         """The interactive class's observed wait when it has reached that class's deadline (nothing more
@@ -174,3 +184,14 @@ class OverloadGuard:
 
     def _level_moved(self, _old: Level, new: Level) -> None:
         self._metrics.degradation_level.set(int(new))
+
+
+def _failure(exc: Exception) -> Failure | None:
+    """How a request that raised counts against its class's availability: refused for overload (any `Rejected`,
+    the ladder's CACHE_ONLY refusals included: the user was turned away), failed by an engine or a bug, or not
+    at all (the caller's own error)."""
+    if isinstance(exc, Rejected):
+        return "shed"
+    if isinstance(exc, PeakgateError) and not isinstance(exc, BackendError):
+        return None
+    return "error"

@@ -6,8 +6,9 @@ import pytest
 
 from peakgate.clock import FakeClock
 from peakgate.config import PriorityClass, Settings
-from peakgate.errors import PeakgateError, Rejected
+from peakgate.errors import BackendError, BadRequest, PeakgateError, Rejected
 from peakgate.observe.metrics import Metrics
+from peakgate.resilience.degrade import CacheOnlyRefusal
 from peakgate.resilience.guard import OverloadGuard
 
 Call = tuple[PriorityClass, PeakgateError, float | None]
@@ -143,3 +144,31 @@ async def test_no_probe_while_work_is_queued() -> None:
         with pytest.raises(Rejected):
             guard.admit("interactive", 10.0, capacity_per_s=300.0)
         clock.advance(0.125)
+
+
+def _slo_events(metrics: Metrics, slo: str, outcome: str) -> float:
+    return float(metrics.slo_events.labels(slo, outcome)._value.get())
+
+
+async def test_each_class_slo_counts_what_the_guard_serves_sheds_and_fails() -> None:
+    clock, metrics = FakeClock(), Metrics()
+    settings = Settings.model_validate({})
+    guard = OverloadGuard(settings.resilience, settings.classes, clock, metrics)
+    with guard.queued("interactive", 1):
+        clock.advance(0.1)  # within the 300 ms latency objective
+    with guard.queued("interactive", 1):
+        clock.advance(0.4)
+    for error in (BackendError("engine down"), CacheOnlyRefusal("cache only"), BadRequest("no"), RuntimeError("bug")):
+        with pytest.raises(type(error)), guard.queued("batch", 2):
+            raise error
+    _surge_left_behind(guard, clock, 2.998)
+    with pytest.raises(Rejected):
+        guard.admit("document", 10.0, capacity_per_s=300.0)  # shed at the door
+    assert (_slo_events(metrics, "interactive_latency", "good"), _slo_events(metrics, "interactive_latency", "bad")) \
+        == (1.0, 1.0)
+    assert _slo_events(metrics, "interactive_availability", "good") == 2.0
+    # the engine failure, the bug and the ladder's refusal turned users away; the bad request was their own
+    assert _slo_events(metrics, "batch_availability", "bad") == 3.0
+    assert _slo_events(metrics, "document_availability", "bad") == 1.0
+    assert [metrics.class_requests.labels("batch", o)._value.get() for o in ("served", "shed", "error")] == [0, 1, 2]
+    assert guard.signals()[0] == 0.0  # the ladder's own burn reads only what the service records

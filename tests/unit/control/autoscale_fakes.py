@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import httpx
+
 from peakgate.control.contract import Decision, PolicyContext, ProviderState, Signals
 from peakgate.control.providers.base import ProviderError
 from peakgate.scaleout.cluster import Counts, Heartbeat, ModelLoad
@@ -141,3 +143,16 @@ class QueuePolicy:
         if ctx.signals.queue_length:
             return Decision(ctx.current_replicas + 1, f"queue {ctx.signals.queue_length} > 0", "queue"), state + 1
         return Decision(ctx.current_replicas, "hold"), state
+
+
+class Gateways:
+    """Each gateway's /metrics as the test sets them; a gateway set to None refuses connections."""
+
+    def __init__(self) -> None:
+        self.pages: dict[str, bytes | None] = {}
+
+    def handler(self, request: httpx.Request) -> httpx.Response:
+        page = self.pages.get(f"{request.url.scheme}://{request.url.host}:{request.url.port}")
+        if page is None:
+            raise httpx.ConnectError("refused", request=request)
+        return httpx.Response(200, content=page)

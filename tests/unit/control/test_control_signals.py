@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
-from autoscale_fakes import beat
+from autoscale_fakes import Gateways, beat
 
 from peakgate.clock import FakeClock
 from peakgate.control.signals import ClusterSignals, class_streams
@@ -49,21 +49,8 @@ def test_the_p95_is_interpolated_inside_its_bucket_like_histogram_quantile() -> 
     assert quantile_ms(0.95, {0.1: 10.0, 0.5: 10.0, math.inf: 100.0}) == pytest.approx(500.0)  # past the last bound
 
 
-class _Gateways:
-    """Each gateway's /metrics as the test sets them; a gateway set to None refuses connections."""
-
-    def __init__(self) -> None:
-        self.pages: dict[str, bytes | None] = {}
-
-    def handler(self, request: httpx.Request) -> httpx.Response:
-        page = self.pages.get(f"{request.url.scheme}://{request.url.host}:{request.url.port}")
-        if page is None:
-            raise httpx.ConnectError("refused", request=request)
-        return httpx.Response(200, content=page)
-
-
 async def test_rate_and_p95_come_from_the_window_and_a_silent_gateway_is_left_out() -> None:
-    gateways = _Gateways()
+    gateways = Gateways()
     a, b = "http://10.0.0.1:8080", "http://10.0.0.2:8080"
     async with httpx.AsyncClient(transport=httpx.MockTransport(gateways.handler)) as client:
         scraper = GatewayScraper([a, b + "/"], client, window_s=10.0)
@@ -81,7 +68,7 @@ async def test_rate_and_p95_come_from_the_window_and_a_silent_gateway_is_left_ou
 
 
 async def test_a_restarted_gateway_starts_its_window_again_and_old_scrapes_leave_it() -> None:
-    gateways = _Gateways()
+    gateways = Gateways()
     a = "http://10.0.0.1:8080"
     async with httpx.AsyncClient(transport=httpx.MockTransport(gateways.handler)) as client:
         scraper = GatewayScraper([a], client, window_s=10.0)

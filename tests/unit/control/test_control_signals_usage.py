@@ -8,6 +8,7 @@ import contextvars
 
 import httpx
 import pytest
+from autoscale_fakes import Gateways
 
 from peakgate.backends.echo_backend import EchoBackend
 from peakgate.clock import FakeClock
@@ -69,17 +70,6 @@ async def test_the_service_counts_engine_work_only_not_cache_hits_under_the_serv
     assert scrape.engine_chars == {CostKey(ECHO, "medium", "acme", "/v2/translate"): 25.0}
 
 
-class _Gateways:
-    def __init__(self) -> None:
-        self.pages: dict[str, bytes | None] = {}
-
-    def handler(self, request: httpx.Request) -> httpx.Response:
-        page = self.pages.get(f"{request.url.scheme}://{request.url.host}:{request.url.port}")
-        if page is None:
-            raise httpx.ConnectError("refused", request=request)
-        return httpx.Response(200, content=page)
-
-
 def _page(acme: int, other: int = 0, requests: int = 0) -> bytes:
     metrics = _usage_page([("acme", "/v2/translate", acme), ("globex", "jobs", other)])
     for _ in range(requests):
@@ -92,7 +82,7 @@ JOBS = CostKey(ECHO, "medium", "other", "jobs")
 
 
 async def test_each_read_hands_over_the_work_since_the_previous_one_summed_over_gateways() -> None:
-    gateways = _Gateways()
+    gateways = Gateways()
     a, b = "http://10.0.0.1:8080", "http://10.0.0.2:8080"
     async with httpx.AsyncClient(transport=httpx.MockTransport(gateways.handler)) as client:
         scraper = GatewayScraper([a, b], client, window_s=60.0)

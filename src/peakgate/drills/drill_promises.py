@@ -1,0 +1,87 @@
+"""The promises a fault drill checks, from a surge's records: pure, so each is tested on hand-made records.
+
+A drill injects a fault at `fault_at_s` (seconds from the surge's start); records are split into the phases
+before / during / after it, and the promises are checked over all of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from peakgate.drills.records import DROPPED, Record
+
+SERVER_ERROR = 500
+
+
+@dataclass(frozen=True, slots=True)
+class Promise:
+    name: str
+    passed: bool
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseFigures:
+    phase: str
+    offered: int
+    accepted: int
+    availability: float | None  # accepted / answered interactive requests; None without any
+    p99_s: float | None  # interactive accepted latency
+
+
+def phase_of(at_s: float, fault_at_s: float, recovered_at_s: float | None) -> str:
+    if at_s < fault_at_s:
+        return "before"
+    if recovered_at_s is None or at_s < recovered_at_s:
+        return "during"
+    return "after"
+
+
+def p99(values: list[float]) -> float | None:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))] if ordered else None
+
+
+def figures(records: list[Record], fault_at_s: float, recovered_at_s: float | None) -> list[PhaseFigures]:
+    out = []
+    for phase in ("before", "during", "after"):
+        mine = [r for r in records if r.klass == "interactive" and r.status != DROPPED
+                and phase_of(r.at_s, fault_at_s, recovered_at_s) == phase]
+        accepted = [r for r in mine if r.accepted]
+        latencies = [r.latency_s for r in accepted if r.latency_s is not None]
+        out.append(PhaseFigures(phase, len(mine), len(accepted),
+                                len(accepted) / len(mine) if mine else None, p99(latencies)))
+    return out
+
+
+def refusals_have_retry_after(records: list[Record]) -> Promise:
+    bare = [r.index for r in records if r.shed and not r.retry_after]
+    return Promise("every refusal (429/503) had Retry-After", not bare,
+                   f"{len(bare)} without it, e.g. #{bare[:5]}" if bare else "all did")
+
+
+def no_server_errors(records: list[Record]) -> Promise:
+    # A 503 with Retry-After is a designed refusal; any other 5xx is a failure the client cannot act on.
+    bad = [r.index for r in records if r.status is not None and r.status >= SERVER_ERROR and not r.shed]
+    return Promise("no 5xx other than 503", not bad, f"{len(bad)} errors, e.g. #{bad[:5]}" if bad else "none")
+
+
+def accepted_jobs_not_lost(records: list[Record]) -> Promise:
+    # 'pending' means the drain ended first (still owned by the server); 'error' or a missing state is loss.
+    lost = [r.index for r in records if r.accepted and r.job is not None
+            and r.job not in ("done", "pending", "untracked")]
+    return Promise("accepted jobs not lost", not lost, f"{len(lost)} lost, e.g. #{lost[:5]}" if lost else "none lost")
+
+
+def recovered(recovered_at_s: float | None, fault_at_s: float, within_s: float) -> Promise:
+    if recovered_at_s is None:
+        return Promise(f"recovered within {within_s:g} s", False, "never recovered during the run")
+    took = recovered_at_s - fault_at_s
+    return Promise(f"recovered within {within_s:g} s", took <= within_s, f"after {took:.1f} s")
+
+
+def after_p99_within(phases: list[PhaseFigures], bound_s: float) -> Promise:
+    after = next(p for p in phases if p.phase == "after")
+    ok = after.p99_s is not None and after.p99_s <= bound_s
+    shown = "no answers" if after.p99_s is None else f"{after.p99_s * 1000:.0f} ms"
+    return Promise(f"interactive p99 after recovery <= {bound_s * 1000:.0f} ms", ok, shown)

@@ -18,11 +18,14 @@ from typing import Any
 
 import httpx
 import pytest
+from prometheus_client import CollectorRegistry, generate_latest
 
 from peakgate.api.app import create_app
 from peakgate.api.dashboard_figures import OPERATIONAL
 from peakgate.backends.echo_backend import EchoBackend
 from peakgate.config import Settings
+from peakgate.scaleout.cluster import Counts
+from peakgate.scaleout.worker_metrics import WorkerCollector, WorkerState
 from peakgate.service import Service
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "peakgate.json"
@@ -96,7 +99,7 @@ def test_every_expr_is_promql_that_promtool_accepts(dashboard: Json, tmp_path: P
 
 
 async def exposed_names() -> set[str]:
-    """Every sample name the /metrics of an embedded and a scale-out gateway can carry."""
+    """Every sample name the /metrics of an embedded and a scale-out gateway, or of a worker, can carry."""
     names: set[str] = set()
     for queue in ("inprocess", "redis"):
         settings = Settings.model_validate({"models": [MODEL], "queue": {"backend": queue}})
@@ -109,7 +112,10 @@ async def exposed_names() -> set[str]:
                 assert (await http.post("/v1/translate", json=body)).status_code == 200
             names |= _names((await http.get("/metrics")).text)
         await service.close()
-    return names
+    worker = CollectorRegistry()  # a worker's own: the scheduler's figures (as above) and these
+    worker.register(WorkerCollector("w", lambda: WorkerState(counts=Counts(), ready=True, standby=False,
+                                                             held_segments=0)))
+    return names | _names(generate_latest(worker).decode())
 
 
 def _names(exposition: str) -> set[str]:

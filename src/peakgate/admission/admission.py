@@ -33,7 +33,7 @@ from peakgate.clock import Clock
 from peakgate.config import PriorityClass, Settings
 from peakgate.domain import Principal
 from peakgate.errors import PeakgateError, RateLimited, Unauthorized
-from peakgate.observe.metrics import Metrics
+from peakgate.observe.metrics import SERVING_TENANT, Metrics
 
 
 def build_backend(settings: Settings, clock: Clock, metrics: Metrics) -> AdmissionBackend:
@@ -64,9 +64,11 @@ class Admission:
 
     def authenticate(self, key: str | None) -> Principal:
         try:
-            return self._keys.authenticate(key)
+            principal = self._keys.authenticate(key)
         except Unauthorized as exc:
             self._reject(exc, "unauthorized", "unknown")
+        SERVING_TENANT.set(principal.tenant)
+        return principal
 
     async def admit(self, principal: Principal, characters: int, priority: PriorityClass | None = None) -> float:
         """Charge `characters` to the buckets or raise `QuotaExceeded` / `RateLimited`; returns the seconds

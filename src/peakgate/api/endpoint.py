@@ -25,7 +25,7 @@ from starlette.routing import Route
 from peakgate.api.errors import Dialect, error_response
 from peakgate.domain import TranslateResult
 from peakgate.errors import PeakgateError
-from peakgate.observe.metrics import SERVING_ENDPOINT, Metrics
+from peakgate.observe.metrics import NO_TENANT, SERVING_ENDPOINT, SERVING_TENANT, Metrics
 
 _log = logging.getLogger(__name__)
 
@@ -98,22 +98,25 @@ def _by_method(handlers: Mapping[str, Handler]) -> Handler:
 
 
 def _endpoint(operation: Operation, metrics: Metrics) -> Handler:
-    # Labelled children cached per (tier, status): prometheus-client's `labels()` costs more than a cache hit.
-    children: dict[tuple[str, str], tuple[Counter, Histogram]] = {}
+    # Labelled children cached per (tier, status, tenant): prometheus-client's `labels()` costs more than a hit.
+    children: dict[tuple[str, str, str], tuple[Counter, Histogram, Counter]] = {}
 
-    def observe(tier: str, status: str, seconds: float) -> None:
-        child = children.get((tier, status))
+    def observe(tier: str, status: str, tenant: str, seconds: float) -> None:
+        child = children.get((tier, status, tenant))
         if child is None:
-            child = children[(tier, status)] = (
+            child = children[(tier, status, tenant)] = (
                 metrics.requests.labels(operation.path, tier, status),
                 metrics.request_latency.labels(operation.path, tier),
+                metrics.tenant_requests.labels(tenant, operation.path, status),
             )
         child[0].inc()
         child[1].observe(seconds)
+        child[2].inc()
 
     async def endpoint(request: Request) -> Response:
         started = time.perf_counter()
         token = SERVING_ENDPOINT.set(operation.path)  # the `endpoint` label of the engine work it causes
+        tenant_token = SERVING_TENANT.set(NO_TENANT)  # admission sets the tenant once the key is known
         try:
             response = await operation.handler(request)
         except PeakgateError as exc:
@@ -123,6 +126,8 @@ def _endpoint(operation: Operation, metrics: Metrics) -> Handler:
             response = error_response(operation.dialect, PeakgateError("internal server error"))
         finally:
             SERVING_ENDPOINT.reset(token)
+        tenant = SERVING_TENANT.get()
+        SERVING_TENANT.reset(tenant_token)
         tier = str(getattr(request.state, "tier", NO_TIER))
         degraded = getattr(request.state, "degraded", None)
         if degraded:
@@ -130,7 +135,7 @@ def _endpoint(operation: Operation, metrics: Metrics) -> Handler:
         pivot = getattr(request.state, "pivot", None)
         if pivot:
             response.headers[PIVOT_HEADER] = str(pivot)
-        observe(tier, str(response.status_code), time.perf_counter() - started)
+        observe(tier, str(response.status_code), tenant, time.perf_counter() - started)
         return response
 
     return endpoint

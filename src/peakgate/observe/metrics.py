@@ -18,6 +18,10 @@ OTHER = "other"
 # The API route serving the work in this context (its template, e.g. "/v2/translate"), for the `endpoint` label
 # of engine work: set where a request enters (and by the job runner's tasks); tasks a request spawns inherit it.
 SERVING_ENDPOINT: ContextVar[str] = ContextVar("peakgate_serving_endpoint", default=OTHER)
+# The tenant a request authenticated as, for the `tenant` label of its HTTP outcome: set by admission, read where
+# the request leaves. Bounded: tenants come only from configured keys (or the open mode's anonymous one).
+NO_TENANT = "none"  # the request never authenticated (a 401, a bad body, /healthz)
+SERVING_TENANT: ContextVar[str] = ContextVar("peakgate_serving_tenant", default=NO_TENANT)
 
 
 class Metrics:
@@ -25,6 +29,8 @@ class Metrics:
         self.registry = CollectorRegistry()
         r = self.registry
         self.requests = Counter("peakgate_requests_total", "HTTP requests", ["endpoint", "tier", "status"], registry=r)
+        self.tenant_requests = Counter("peakgate_tenant_requests_total", "HTTP requests per tenant",
+                                       ["tenant", "endpoint", "status"], registry=r)
         self.request_latency = Histogram(
             "peakgate_request_latency_seconds", "HTTP request latency", ["endpoint", "tier"],
             buckets=_LATENCY_BUCKETS_S, registry=r,

@@ -5,6 +5,7 @@ picks some of the configured models (an unknown name exits 2 before anything sta
 the batches each model runs side by side (default: what `peakgate serve` gives the engine), `--standby` starts
 it warm (models loaded, reading nothing until the autoscaler promotes it; see `worker`). SIGTERM or
 SIGINT drains the worker (see `worker`) and the process exits 0, or 1 if its engines never became ready.
+`--metrics-port` (or `queue.worker_metrics_port`) serves the worker's /metrics for Prometheus.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import os
 import signal
 import socket
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from peakgate.backends.factory import build_backend
@@ -26,18 +27,22 @@ from peakgate.scaleout.redis_streams import RedisStreams
 from peakgate.scaleout.settings import QueueConfig
 from peakgate.scaleout.wall import SystemWallClock
 from peakgate.scaleout.worker import Worker
+from peakgate.scaleout.worker_metrics import WorkerCollector, serve_worker_metrics
 from peakgate.scheduling.concurrency import worker_count
 
 _log = logging.getLogger(__name__)
 
 
 def run_worker(config: Path | None, redis_url: str | None, models: Sequence[str] | None,
-               concurrency: int | None, standby: bool = False) -> int:
+               concurrency: int | None, standby: bool = False, *, metrics_port: int | None = None) -> int:
     settings = load_settings(config)
     chosen = select_models(settings, models)
     if concurrency is not None and concurrency < 1:
         raise BadRequest(f"--concurrency must be at least 1, not {concurrency}")
-    queue = settings.queue if redis_url is None else settings.queue.model_copy(update={"redis_url": redis_url})
+    if metrics_port is not None and not 0 <= metrics_port <= 65_535:
+        raise BadRequest(f"--metrics-port must be a port number (0 picks a free one), not {metrics_port}")
+    overrides = {k: v for k, v in (("redis_url", redis_url), ("worker_metrics_port", metrics_port)) if v is not None}
+    queue = settings.queue.model_copy(update=overrides)
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     return asyncio.run(_serve(settings, queue, chosen, concurrency, standby))
 
@@ -68,8 +73,22 @@ async def _serve(settings: Settings, queue: QueueConfig, models: Sequence[ModelC
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, worker.stop)
+    stop_metrics = _metrics(worker, queue)
     _log.info("worker %s %s %s", worker_id, "standing by for" if standby else "serving",
               ", ".join(m.name for m in models))
-    code = await worker.run()
+    try:
+        code = await worker.run()
+    finally:
+        stop_metrics()
     _log.info("worker %s stopped (%s)", worker_id, worker.counts)
     return code
+
+
+def _metrics(worker: Worker, queue: QueueConfig) -> Callable[[], None]:
+    if queue.worker_metrics_port is None:
+        return lambda: None
+    collector = WorkerCollector(worker.worker_id, worker.state)
+    port, stop = serve_worker_metrics(worker.metrics, collector, queue.worker_metrics_host, queue.worker_metrics_port)
+    # The port on a line of its own: a supervisor (or a test) that asked for a free port reads it here.
+    _log.info("worker %s metrics on http://%s:%d/metrics", worker.worker_id, queue.worker_metrics_host, port)
+    return stop

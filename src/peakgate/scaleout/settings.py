@@ -39,6 +39,10 @@ class QueueConfig(BaseModel):
     backoff_initial_s: float = Field(default=0.5, gt=0)  # after a Redis failure, fail fast this long, doubling
     backoff_max_s: float = Field(default=5.0, gt=0)
     fallback: QueueFallback = "none"
+    # Each `peakgate worker` serves its own /metrics here when set (`--metrics-port` overrides; 0 picks a free
+    # port, logged): Kubernetes gives every pod its own address, several workers on one host need their own ports.
+    worker_metrics_port: int | None = Field(default=None, ge=0, le=65_535)
+    worker_metrics_host: str = "127.0.0.1"
 
     @property
     def heartbeat_ttl_ms(self) -> int:

@@ -49,6 +49,7 @@ from peakgate.scaleout.outbox import Outbox
 from peakgate.scaleout.settings import QueueConfig
 from peakgate.scaleout.transport import Delivery, Outbound, QueueUnreachable, WorkerTransport
 from peakgate.scaleout.wall import WallClock
+from peakgate.scaleout.worker_metrics import WorkerState
 from peakgate.scheduling.scheduler import Scheduler
 from peakgate.scheduling.timing import gather_until, wait_any
 
@@ -61,11 +62,12 @@ class Worker:
     def __init__(
         self, *, config: QueueConfig, batcher: BatcherConfig, classes: Mapping[PriorityClass, ClassConfig],
         backends: Mapping[str, Backend], concurrency: Mapping[str, int], transport: WorkerTransport, clock: Clock,
-        wall: WallClock, worker_id: str, grace_s: float, standby: bool = False,
+        wall: WallClock, worker_id: str, grace_s: float, standby: bool = False, metrics: Metrics | None = None,
     ) -> None:
         self._config = config
         self._backends = dict(backends)
-        self._scheduler = Scheduler(backends, batcher, classes, clock, Metrics(), concurrency)
+        self.metrics = metrics or Metrics()
+        self._scheduler = Scheduler(backends, batcher, classes, clock, self.metrics, concurrency)
         self._batcher = batcher
         self._concurrency = dict(concurrency)
         self._transport = transport
@@ -99,6 +101,11 @@ class Worker:
     def ready(self) -> bool:
         """Engines warm, consumer groups joined, not draining: the worker takes work."""
         return self._error is None and self._joined and not self._stop_requested
+
+    def state(self) -> WorkerState:
+        """What its /metrics reports (read from the metrics server's thread: plain values only)."""
+        return WorkerState(counts=self.counts, ready=self.ready, standby=self._standby,
+                           held_segments=self._held_segments)
 
     def stop(self) -> None:
         """Finish what is held and return from `run` (safe to call from a signal handler, more than once)."""

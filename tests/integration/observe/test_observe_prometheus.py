@@ -1,14 +1,15 @@
 """A real Prometheus (Debian's) scrapes a running `peakgate serve`, with the committed rule files loaded: PromQL
 finds the requests by status, a p99 through histogram_quantile, the recording rules' series, the SLO gauges and
-the process metrics. Workers of the scale-out queue serve no HTTP (their counts travel in their heartbeats, and
-the gateway exports `peakgate_queue_workers_ready`), so the gateway is the one target."""
+the process metrics; and a scale-out worker's own /metrics (`--metrics-port`) scraped beside its gateway."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -17,8 +18,9 @@ from typing import Any
 
 import httpx
 import pytest
+from redis_harness import RedisServer
 
-from bench._http import Server, free_port, serve
+from bench._http import Server, free_port, metric, scrape, serve
 from peakgate.observe.rules import ALERTS_FILE, RECORDING_FILE
 
 DEPLOY = Path(__file__).resolve().parents[3] / "deploy" / "prometheus"
@@ -59,15 +61,17 @@ class Prometheus:
 
 
 @contextlib.contextmanager
-def prometheus(target: str, tmp: Path) -> Iterator[Prometheus]:
+def prometheus(targets: dict[str, str], tmp: Path) -> Iterator[Prometheus]:
+    """Prometheus scraping each job's host:port every second, with the committed rules loaded."""
     binary = shutil.which("prometheus")
     if binary is None:
         pytest.skip("prometheus not found (Debian's prometheus package; scripts/dev-setup installs it)")
     config = tmp / "prometheus.yml"
     rule_files = "".join(f"  - {DEPLOY / name}\n" for name in (RECORDING_FILE, ALERTS_FILE))
+    jobs = "".join(f"  - job_name: {job}\n    static_configs:\n      - targets: ['{target}']\n"
+                   for job, target in targets.items())
     config.write_text(f"global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files:\n{rule_files}"
-                      f"scrape_configs:\n  - job_name: peakgate\n    static_configs:\n"
-                      f"      - targets: ['{target}']\n")
+                      f"scrape_configs:\n{jobs}")
     address = f"127.0.0.1:{free_port()}"
     log = tmp / "prometheus.log"
     with log.open("wb") as sink:
@@ -86,6 +90,10 @@ def prometheus(target: str, tmp: Path) -> Iterator[Prometheus]:
             proc.wait()
 
 
+def _host(server: Server) -> str:
+    return server.url.removeprefix("http://")
+
+
 def _translate(server: Server, count: int) -> None:
     with httpx.Client(base_url=server.url, timeout=10) as client:
         for i in range(count):
@@ -98,7 +106,7 @@ def _statuses(prom: Prometheus, promql: str) -> dict[str, float]:
 
 
 def test_prometheus_scrapes_peakgate_and_promql_finds_the_series(tmp_path: Path) -> None:
-    with serve(CONFIG) as server, prometheus(server.url.removeprefix("http://"), tmp_path) as prom:
+    with serve(CONFIG) as server, prometheus({"peakgate": _host(server)}, tmp_path) as prom:
         translate = '{endpoint="/v1/translate"}'
         # A request's series appear with it: one scraped before the rest of the traffic gives the rates two points.
         _translate(server, 1)
@@ -121,9 +129,64 @@ def test_prometheus_scrapes_peakgate_and_promql_finds_the_series(tmp_path: Path)
                 'peakgate_slo_error_budget_remaining{slo="interactive_availability"}') == 1.0,
             "SLO alerts off": lambda: {float(s["value"][1]) for s in prom.query("peakgate_slo_alert")} == {0.0},
             "process RSS": lambda: prom.value('process_resident_memory_bytes{job="peakgate"}') > 0,
+            "requests by tenant": lambda: prom.value(  # open mode: every caller is the anonymous tenant
+                'sum(peakgate_tenant_requests_total{tenant="anonymous",endpoint="/v1/translate"})') == 22.0,
+            "recorded tenant error ratio": lambda: prom.value(
+                'tenant:peakgate_tenant_requests_errors:ratio_rate5m{tenant="anonymous"}') == 0.0,
         }
         for what, holds in checks.items():
             prom.until(what, holds)
         groups = httpx.get(f"{prom.url}/api/v1/rules", timeout=5).json()["data"]["groups"]
         assert {r["health"] for g in groups for r in g["rules"]} == {"ok"}
         assert any(r["name"] == "PeakgateErrorBudgetBurn" for g in groups for r in g["rules"])
+
+
+@contextlib.contextmanager
+def _worker(config: Path, metrics_port: int, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    with log.open("wb") as sink:
+        proc = subprocess.Popen([sys.executable, "-m", "peakgate.cli", "worker", "--config", str(config),
+                                 "--metrics-port", str(metrics_port)], stdout=sink, stderr=subprocess.STDOUT)
+    try:
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _until_worker_ready(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"worker exited: {log.read_text(errors='replace')}"
+        with contextlib.suppress(httpx.HTTPError):
+            if metric(scrape(url), "peakgate_worker_ready") == 1.0:
+                return
+        time.sleep(0.2)
+    raise AssertionError(f"worker not ready in 30 s: {log.read_text(errors='replace')}")
+
+
+def test_prometheus_scrapes_a_scale_out_worker_beside_its_gateway(redis_server: RedisServer, tmp_path: Path) -> None:
+    config = {**CONFIG, "data_dir": str(tmp_path / "data"),
+              "queue": {"backend": "redis", "redis_url": redis_server.url, "heartbeat_s": 0.25, "claim_idle_ms": 1000}}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    port = free_port()
+    log = tmp_path / "worker.log"
+    with _worker(path, port, log) as proc:
+        _until_worker_ready(f"http://127.0.0.1:{port}", proc, log)
+        with serve(config) as server, prometheus({"peakgate": _host(server), "worker": f"127.0.0.1:{port}"},
+                                                 tmp_path) as prom:
+            prom.until("worker up", lambda: prom.value('peakgate_worker_ready{job="worker"}') == 1.0)
+            _translate(server, 5)  # each request is one queue entry, run by the worker
+            checks: dict[str, Callable[[], bool]] = {
+                "entries served": lambda: prom.value(
+                    'sum(peakgate_worker_entries_total{job="worker",outcome="served"})') == 5.0,
+                "worker batches": lambda: prom.value('sum(peakgate_batch_size_count{job="worker"})') >= 1.0,
+                "worker RSS": lambda: prom.value('process_resident_memory_bytes{job="worker"}') > 0,
+                "gateway sees it": lambda: prom.value('sum(peakgate_queue_workers_ready{job="peakgate"})') >= 1.0,
+            }
+            for what, holds in checks.items():
+                prom.until(what, holds)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextvars
+
 import pytest
 
 from peakgate.admission.admission import Admission
 from peakgate.clock import FakeClock
 from peakgate.config import ClassConfig, KeyConfig, Settings
 from peakgate.errors import QuotaExceeded, RateLimited, Unauthorized
-from peakgate.observe.metrics import Metrics
+from peakgate.observe.metrics import NO_TENANT, SERVING_TENANT, Metrics
 
 ROOMY = ClassConfig(rate_chars_per_s=1_000_000, burst_chars=1_000_000)
 
@@ -165,3 +167,14 @@ async def test_zero_characters_always_pass() -> None:
     who = admission.authenticate("k")
     await admission.admit(who, 0)
     await admission.admit(who, 0)
+
+
+def test_authenticating_names_the_tenant_for_the_requests_metrics() -> None:
+    admission, _, _ = make(KeyConfig(key="k", tenant="acme"))
+    context = contextvars.copy_context()  # as each request runs in a context of its own
+    context.run(admission.authenticate, "k")
+    assert context.run(SERVING_TENANT.get) == "acme"
+    refused = contextvars.copy_context()
+    with pytest.raises(Unauthorized):
+        refused.run(admission.authenticate, "wrong")
+    assert refused.run(SERVING_TENANT.get) == NO_TENANT

@@ -62,14 +62,19 @@ def serve(
             _wait_ready(url, proc, ready_s)
             yield Server(url, proc)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_process(proc, 20)
             if sink is not None:
                 sink.close()
+
+
+def stop_process(proc: subprocess.Popen[bytes], grace_s: float) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within `grace_s`; returns once it is gone."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _wait_ready(url: str, proc: subprocess.Popen[bytes], ready_s: float) -> None:

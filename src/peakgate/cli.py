@@ -1,5 +1,5 @@
 """`peakgate` command line: serve, models list|build, translate, tm import|export, worker, route, autoscale,
-simulate, rules, surge, checklist."""
+simulate, rules, surge, checklist, drill, soak."""
 
 from __future__ import annotations
 
@@ -64,6 +64,12 @@ def _parser() -> argparse.ArgumentParser:
     from peakgate.drills.checklist import add_arguments as checklist_args
 
     checklist_args(sub.add_parser("checklist", help="the pre-holiday list, checked against artefacts: pass/fail"))
+    from peakgate.drills.drill_cli import add_arguments as drill_args
+
+    drill_args(sub.add_parser("drill", help="a surge with faults injected (kill, stall a pipeline): promises, record"))
+    from peakgate.drills.soak_cli import add_arguments as soak_args
+
+    soak_args(sub.add_parser("soak", help="steady load for a while: RSS, fds, engine memory, growth slope, verdict"))
     return parser
 
 
@@ -73,6 +79,9 @@ def _worker_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--concurrency", type=int, help="batches each model runs side by side (default: per engine)")
     parser.add_argument("--standby", action="store_true",
                         help="warm pool: load the models, take no work until the autoscaler promotes this worker")
+    parser.add_argument("--metrics-port", type=int,
+                        help="serve /metrics for Prometheus on this port, 0 for a free one (default: "
+                        "queue.worker_metrics_port; none)")
     _config_arg(parser)
 
 
@@ -138,6 +147,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from peakgate.drills.checklist import run as run_checklist
 
             return run_checklist(args)
+        if args.command in ("drill", "soak"):
+            from peakgate.drills import drill_cli, soak_cli
+
+            return (drill_cli.run if args.command == "drill" else soak_cli.run)(args)
         if args.command == "simulate":
             from peakgate.control.simulate_cli import run as run_simulate
 
@@ -149,7 +162,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "worker":
             from peakgate.scaleout.process import run_worker
 
-            return run_worker(args.config, args.redis, args.models, args.concurrency, args.standby)
+            return run_worker(args.config, args.redis, args.models, args.concurrency, args.standby,
+                              metrics_port=args.metrics_port)
         return asyncio.run(_translate(args, sys.stdin.buffer, sys.stdout))
     except PeakgateError as exc:
         print(f"peakgate: error: {exc.message}", file=sys.stderr)

@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from peakgate.admission.settings import AdmissionConfig
+from peakgate.api.edge_settings import EdgeCachePolicy
 from peakgate.atrest.settings import AtRestConfig
 from peakgate.backends.apertium_modes import ModePair, discover_modes
 from peakgate.cache.settings import CacheConfig
@@ -19,6 +20,7 @@ from peakgate.control.loop_settings import AutoscaleConfig
 from peakgate.errors import ConfigError
 from peakgate.glossary.store import GlossaryStoreKind
 from peakgate.jobs.config import JobsConfig
+from peakgate.media.settings import MediaConfig
 from peakgate.memory.settings import TmConfig
 from peakgate.observe.slo_settings import SloConfig
 from peakgate.quality.settings import QualityConfig
@@ -139,6 +141,13 @@ class KeyConfig(_Frozen):
     pinned: bool = False  # keeps its tier when the service degrades to the light model (ladder L3)
 
 
+class AuthConfig(_Frozen):
+    """Open dev mode (no `keys`): every response says so in `X-Peakgate-Auth`; with this flag a key shaped like
+    a real DeepL key (a UUID, optionally ":fx") is refused with 403, so SDK users see the auth error they expect."""
+
+    refuse_deepl_like_keys_in_open_mode: bool = False
+
+
 class LimitsConfig(_Frozen):
     max_segment_chars: int = 5_000
     max_request_chars: int = 128_000
@@ -202,6 +211,7 @@ class Settings(_Frozen):
     batcher: BatcherConfig = BatcherConfig()
     classes: dict[PriorityClass, ClassConfig] = Field(default_factory=_default_classes)
     keys: tuple[KeyConfig, ...] = ()
+    auth: AuthConfig = AuthConfig()
     admission: AdmissionConfig = AdmissionConfig()  # buckets and quotas in-process or shared in Redis
     limits: LimitsConfig = LimitsConfig()
     cache: CacheConfig = CacheConfig()
@@ -219,6 +229,8 @@ class Settings(_Frozen):
     pivot: PivotConfig = PivotConfig()
     detection: DetectionConfig = DetectionConfig()
     quality: QualityConfig = QualityConfig()  # quality estimation and fallback (quality/settings.py)
+    edge_cache: EdgeCachePolicy = EdgeCachePolicy()  # GET /v1/translate's cache headers (api/edge_settings.py)
+    media: MediaConfig = MediaConfig()  # images and speech: file caps, the media pool (media/settings.py)
     # On SIGTERM: open requests, then the running jobs' chunks, get this long before the process exits anyway
     # (interrupted jobs resume at the next start).
     shutdown_grace_s: float = Field(default=10.0, gt=0)

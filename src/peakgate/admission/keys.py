@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 from collections.abc import Iterable
 
 from peakgate.config import PRIORITY_ORDER, KeyConfig, PriorityClass
@@ -11,6 +12,13 @@ from peakgate.domain import Principal
 from peakgate.errors import ConfigError, Unauthorized
 
 ANONYMOUS = Principal(key=None, tenant="anonymous", priority="interactive")
+# DeepL's keys: a UUID, with ":fx" on the free plan.
+_DEEPL_KEY = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(:fx)?", re.IGNORECASE)
+
+
+def looks_like_deepl_key(key: str | None) -> bool:
+    """A key a client meant for DeepL's own servers, which open dev mode can refuse (`AuthConfig`)."""
+    return key is not None and _DEEPL_KEY.fullmatch(key.strip()) is not None
 
 
 def _digest(key: str) -> bytes:

@@ -3,12 +3,15 @@
 Language codes are DeepL's upper-case ones ("ES", "EN-US", "PT-BR"); the service sees them lower-case, sources
 as base codes and targets with their region ("en-us"), which picks a regional model where one is installed (a
 model for the base language serves the region otherwise). `glossary_id` applies a glossary made with
-/v2/glossaries (`api.glossaries`); `tag_handling`, `context` and `model_type` are accepted and ignored, like any
-unknown field.
+/v2/glossaries or /v3/glossaries; `context` is accepted and ignored, like any unknown field. `tag_handling`
+(html or xml) translates only the text of marked-up input, with DeepL's tag options (`markup`, docs/markup.md).
+Languages, `formality` and `model_type` are checked as DeepL checks them (`api.deepl_checks`), and `model_type`
+gets `model_type_used` back.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from types import MappingProxyType
 
@@ -18,11 +21,13 @@ from starlette.responses import Response
 
 from peakgate.api.auth import header_key
 from peakgate.api.bodies import BodyParser, as_segments, json_response, max_body_bytes, source_or_detect
-from peakgate.api.contract import TranslationService
+from peakgate.api.contract import Language, TranslationService
+from peakgate.api.deepl_checks import Served, check_text, model_type_used, translate_with_model_type
 from peakgate.api.endpoint import FORM_BODIES, Operation, set_served
 from peakgate.api.errors import DEEPL
 from peakgate.domain import Principal, TranslateRequest
 from peakgate.errors import BadRequest
+from peakgate.markup import options_from, translate_markup
 from peakgate.routing.languages import language_name
 
 # DeepL lists only regional targets for these; "EN" and "PT" are rejected as targets by its SDKs.
@@ -45,7 +50,11 @@ class TranslateBody(Keyed, kw_only=True):
     source_lang: str | None = None
     formality: str | None = None
     split_sentences: str | int | None = None  # "0", "1" or "nonewlines"
-    tag_handling: str | None = None
+    tag_handling: str | None = None  # html | xml
+    splitting_tags: str | list[str] | None = None  # comma-separated, or repeated
+    non_splitting_tags: str | list[str] | None = None
+    ignore_tags: str | list[str] | None = None
+    outline_detection: bool = True
     context: str | None = None
     glossary_id: str | None = None
     model_type: str | None = None
@@ -55,10 +64,11 @@ class LanguagesQuery(Keyed, kw_only=True):
     type: str = "source"
 
 
-class TranslationOut(msgspec.Struct):
+class TranslationOut(msgspec.Struct, omit_defaults=True):
     detected_source_language: str
     text: str
     billed_characters: int
+    model_type_used: str | None = None  # only when `model_type` was sent, as DeepL answers
 
 
 class TranslateReply(msgspec.Struct):
@@ -98,18 +108,23 @@ def _split(value: str | int | None) -> bool:
 def _to_domain(body: TranslateBody) -> TranslateRequest:
     return TranslateRequest(
         segments=as_segments(body.text), source=source_or_detect(body.source_lang and base_code(body.source_lang)),
-        target=_target(body), formality=body.formality, split_sentences=_split(body.split_sentences),
+        target=_target(body), split_sentences=_split(body.split_sentences),  # formality: checked, no engine has it
         glossary_id=body.glossary_id or None,
     )
 
 
-def _targets(service: TranslationService) -> list[LanguageOut]:
+def _targets(languages: list[Language]) -> list[LanguageOut]:
     """Every served target in DeepL's codes: "en" as EN-GB and EN-US, "pt-br" (a regional model) as PT-BR."""
     out: dict[str, LanguageOut] = {}
-    for code in {target for lang in service.languages() for target in lang.targets}:
+    for code in {target for lang in languages for target in lang.targets}:
         for deepl_code, name in _REGIONAL_TARGETS.get(code, ((code.upper(), language_name(code)),)):
             out[deepl_code] = LanguageOut(deepl_code, name)
     return [out[code] for code in sorted(out)]
+
+
+def served_codes(languages: list[Language]) -> Served:
+    """What `target_lang` / `source_lang` may name, in the codes `/v2/languages` lists."""
+    return Served.of(languages, (out.language for out in _targets(languages)))
 
 
 def deepl_operations(service: TranslationService) -> list[Operation]:
@@ -123,12 +138,16 @@ def deepl_operations(service: TranslationService) -> list[Operation]:
 
     async def translate(request: Request) -> Response:
         body = await translate_parser.parse(request)
-        result = await service.translate(_to_domain(body), authenticate(request, body))
+        principal = authenticate(request, body)
+        check_text(served_codes(service.languages()), body.target_lang, body.source_lang, body.formality)
+        run = functools.partial(translate_with_model_type, service, model_type=body.model_type)
+        result = await translate_markup(run, service.settings.limits, _to_domain(body), principal, options_from(body))
         set_served(request, result)
         segments = as_segments(body.text)
         # Billed per translation as its source length, which is how the service bills the total.
         return json_response(TranslateReply([
-            TranslationOut(t.detected_source.upper(), t.text, len(source))
+            TranslationOut(t.detected_source.upper(), t.text, len(source),
+                           model_type_used(t.tier) if body.model_type else None)
             for t, source in zip(result.translations, segments, strict=True)
         ]))
 
@@ -140,7 +159,7 @@ def deepl_operations(service: TranslationService) -> list[Operation]:
         query = await languages_parser.parse(request)
         authenticate(request, query)
         if query.type == "target":
-            return json_response(_targets(service))
+            return json_response(_targets(service.languages()))
         if query.type != "source":
             raise BadRequest("Value for 'type' not supported: use source or target")
         return json_response([LanguageOut(lang.code.upper(), lang.name) for lang in service.languages()])

@@ -2,10 +2,11 @@
 
 DeepL flow, as the official SDKs drive it: upload (multipart) → poll status with the `document_key` → download
 once 'done'. The download answers 503 while the job is still queued or translating (the SDK's
-`DocumentNotReadyException`). An unknown id, or one owned by another tenant, is 404; a wrong `document_key` for
-a visible id is 403. `formality`, `glossary_id` and `glossary_ids` are accepted and ignored, as
-/v2/translate does; `output_format` must name the input's own format (no conversions). Downloading does not
-delete the result: it can be fetched again until the job store is pruned.
+`DocumentNotReadyException`). `document_id` is 32 and `document_key` 64 upper-case hex digits, as DeepL's. An
+unknown id, or one owned by another tenant, is 404; a wrong `document_key` for a visible id is 403. The upload's
+fields are checked as DeepL checks them (`api.document_checks`); a `glossary_id` (v2 or v3) applies to every
+segment; `output_format` must name the input's own format (no conversions). Downloading does not delete the
+result: it can be fetched again until the job store is pruned.
 
 Both kinds of job are checked at submission as a synchronous request is (`check_job`: every segment, the language
 pair, the caller's quota) and billed when accepted; a document also gets the `JobsConfig` caps on its bytes and
@@ -40,13 +41,16 @@ from peakgate.api.bodies import (
     read_capped,
     source_or_detect,
 )
-from peakgate.api.deepl import base_code
+from peakgate.api.contract import Language
+from peakgate.api.deepl import served_codes
+from peakgate.api.document_checks import check_document_fields, document_codec
 from peakgate.api.endpoint import FORM_BODIES, UPLOAD, FilePart, Operation
 from peakgate.api.errors import DEEPL, NATIVE
 from peakgate.domain import Principal
 from peakgate.errors import BadRequest, InputTooLarge, NotFound, Rejected, Unauthorized
+from peakgate.glossary.store import GlossaryStore
 from peakgate.jobs.config import JobsConfig
-from peakgate.jobs.formats import DocumentCodec, codec_for, codec_named
+from peakgate.jobs.formats import DocumentCodec, codec_named
 from peakgate.jobs.model import Job, NewJob
 from peakgate.jobs.offload import AsyncJobStore
 from peakgate.observe.metrics import Metrics
@@ -81,7 +85,12 @@ class DocumentService(Protocol):
     @property
     def jobs_config(self) -> JobsConfig: ...
 
+    @property
+    def glossaries(self) -> GlossaryStore: ...
+
     def authenticate(self, key: str | None) -> Principal: ...
+
+    def languages(self) -> list[Language]: ...
 
     async def check_job(self, segments: Sequence[str], source: str | None, target: str, principal: Principal
                         ) -> int:
@@ -178,25 +187,22 @@ async def _upload_form(request: Request, max_bytes: int) -> _Upload:
         return _Upload(fields, upload.filename, upload.content_type, await upload.read())
 
 
-def _document_job(upload: _Upload, tenant: str, config: JobsConfig) -> NewJob:
-    target = upload.fields.get("target_lang", "").strip()
-    if not target:
-        raise BadRequest("missing required field `target_lang`")
+def _document_job(upload: _Upload, tenant: str, service: DocumentService) -> NewJob:
+    config = service.jobs_config
+    params = check_document_fields(upload.fields, served_codes(service.languages()), tenant, service.glossaries)
     size = len(upload.data)
     if size > config.max_document_bytes:  # the body cap also leaves room for the form around the file
         raise InputTooLarge(f"document of {size} bytes is over the {config.max_document_bytes}-byte limit")
     filename = upload.fields.get("filename") or upload.name
-    codec = codec_for(filename, upload.content_type)
+    codec = document_codec(filename, upload.content_type)
     wanted = upload.fields.get("output_format")
     if wanted and codec_named(wanted).name != codec.name:
         raise BadRequest(f"cannot convert {codec.name} to {wanted}: output_format must match the input format")
     segments = tuple(codec.extract(upload.data))
     if len(segments) > config.max_document_segments:
         raise InputTooLarge(f"document has {len(segments)} segments; the limit is {config.max_document_segments}")
-    source = upload.fields.get("source_lang")
-    return NewJob(tenant=tenant, kind="document", source=source_or_detect(source and base_code(source)),
-                  target=base_code(target), segments=segments, filename=filename, format=codec.name,
-                  input_data=upload.data)
+    return NewJob(tenant=tenant, kind="document", source=params.source, target=params.target, segments=segments,
+                  filename=filename, format=codec.name, input_data=upload.data, glossary_id=params.glossary_id)
 
 
 async def _submit(service: DocumentService, job: NewJob, principal: Principal) -> Job:
@@ -309,7 +315,7 @@ def document_operations(service: DocumentService, wall: WallClock | None = None)
         upload = await _upload_form(request, config.max_document_bytes + _ENVELOPE_BYTES)
         principal = principal or service.authenticate(upload.fields.get("auth_key"))
         # Splitting a 20 MB document takes seconds: off the loop, like every other step of a big job.
-        new_job = await asyncio.to_thread(_document_job, upload, principal.tenant, config)
+        new_job = await asyncio.to_thread(_document_job, upload, principal.tenant, service)
         job = await _submit(service, new_job, principal)
         return json_response(DocumentHandleOut(job.id, job.key))
 

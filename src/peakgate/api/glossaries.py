@@ -4,6 +4,9 @@ Shapes follow DeepL: create answers 201 with the glossary's info, delete 204 wit
 back as `text/tab-separated-values`; language codes are answered lower-case, taken in any case (the SDKs
 send "EN"). A tenant sees only its own glossaries; anyone else's id is a 404 like an unknown one. Store
 calls run in the thread pool: SQLite blocks, and a 10 MiB create should not stall other requests.
+
+The store is shared with /v3/glossaries (`api.glossaries_v3`): a v2 glossary is a one-dictionary glossary, and
+a v3 glossary with several dictionaries (or none) is not listed here and answers 404 here.
 """
 
 from __future__ import annotations
@@ -24,12 +27,12 @@ from peakgate.api.errors import DEEPL
 from peakgate.domain import Principal
 from peakgate.errors import UnsupportedPair
 from peakgate.glossary.entries import MAX_GLOSSARY_BYTES, parse_entries, to_tsv
-from peakgate.glossary.store import Glossary, GlossaryStore
+from peakgate.glossary.store import Dictionary, DictionaryEntries, Glossary, GlossaryNotFound, GlossaryStore
 from peakgate.observe.metrics import Metrics
 
 TSV = "text/tab-separated-values"
 # Entries may arrive JSON-escaped (\uXXXX: 6 bytes a character); parse_entries then caps the decoded text.
-_MAX_BODY_BYTES = MAX_GLOSSARY_BYTES * 6 + 64 * 1024
+MAX_GLOSSARY_BODY_BYTES = MAX_GLOSSARY_BYTES * 6 + 64 * 1024
 
 
 class GlossaryService(Protocol):
@@ -77,24 +80,44 @@ class LanguagePairs(msgspec.Struct):
     supported_languages: list[LanguagePair]
 
 
+def _single(g: Glossary) -> Dictionary:
+    if g.single is None:
+        raise GlossaryNotFound(f"glossary {g.glossary_id!r} has {len(g.dictionaries)} dictionaries: "
+                               "read it with /v3/glossaries")
+    return g.single
+
+
 def _out(g: Glossary) -> GlossaryOut:
-    return GlossaryOut(g.glossary_id, g.name, g.ready, g.source_lang, g.target_lang, g.creation_time, g.entry_count)
+    d = _single(g)
+    return GlossaryOut(g.glossary_id, g.name, g.ready, d.source_lang, d.target_lang, g.creation_time, d.entry_count)
 
 
 def _pairs(service: GlossaryService) -> list[LanguagePair]:
     return [LanguagePair(lang.code, target) for lang in service.languages() for target in lang.targets]
 
 
-def _create(service: GlossaryService, tenant: str, body: CreateBody) -> Glossary:
-    source, target = base_code(body.source_lang), base_code(body.target_lang)
+def parse_dictionary(service: GlossaryService, source_lang: str, target_lang: str, entries: str,
+                     entries_format: str) -> DictionaryEntries:
+    """One dictionary from a request: a pair this server serves, entries parsed strictly (TSV or CSV)."""
+    source, target = base_code(source_lang), base_code(target_lang)
     if LanguagePair(source, target) not in _pairs(service):
         raise UnsupportedPair(f"Unsupported glossary language pair: {source}→{target}")
-    entries = parse_entries(body.entries, body.entries_format.strip().lower(), langs=(source, target))
-    return service.glossaries.create(tenant, body.name, source, target, entries)
+    return DictionaryEntries(source, target, parse_entries(entries, entries_format.strip().lower(),
+                                                           langs=(source, target)))
+
+
+def _create(service: GlossaryService, tenant: str, body: CreateBody) -> Glossary:
+    dictionary = parse_dictionary(service, body.source_lang, body.target_lang, body.entries, body.entries_format)
+    return service.glossaries.create(tenant, body.name, [dictionary])
+
+
+def _entries(store: GlossaryStore, tenant: str, glossary_id: str) -> str:
+    d = _single(store.get(tenant, glossary_id))
+    return to_tsv(store.entries(tenant, glossary_id, d.source_lang, d.target_lang))
 
 
 def glossary_operations(service: GlossaryService) -> list[Operation]:
-    create_parser = BodyParser(CreateBody, _MAX_BODY_BYTES)
+    create_parser = BodyParser(CreateBody, MAX_GLOSSARY_BODY_BYTES)
     keyed_parser = BodyParser(Keyed, 64 * 1024)
     store = service.glossaries
 
@@ -113,7 +136,7 @@ def glossary_operations(service: GlossaryService) -> list[Operation]:
 
     async def list_all(request: Request) -> Response:
         found = await run_in_threadpool(store.glossaries, await tenant_of(request))
-        return json_response(GlossaryList([_out(g) for g in found]))
+        return json_response(GlossaryList([_out(g) for g in found if g.single is not None]))
 
     async def get_one(request: Request) -> Response:
         return json_response(_out(await run_in_threadpool(store.get, await tenant_of(request), glossary_id(request))))
@@ -123,8 +146,8 @@ def glossary_operations(service: GlossaryService) -> list[Operation]:
         return Response(status_code=204)
 
     async def entries(request: Request) -> Response:
-        found = await run_in_threadpool(store.entries, await tenant_of(request), glossary_id(request))
-        return Response(to_tsv(found), media_type=TSV)
+        found = await run_in_threadpool(_entries, store, await tenant_of(request), glossary_id(request))
+        return Response(found, media_type=TSV)
 
     async def pairs(request: Request) -> Response:
         await tenant_of(request)

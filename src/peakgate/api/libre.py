@@ -1,6 +1,7 @@
 """LibreTranslate compatibility: /translate, /detect, /languages, with fields in JSON, a form or the query.
 
-`format` ("text"/"html") and `alternatives` are accepted; no alternatives are produced.
+`format=html` translates the text of HTML and keeps its markup (`markup`, docs/markup.md); a format other than
+text or html is a 400. `alternatives` is accepted; no alternatives are produced.
 Confidences are percentages (0-100), as LibreTranslate reports them.
 """
 
@@ -17,6 +18,7 @@ from peakgate.api.endpoint import FORM_BODIES, Operation, set_served
 from peakgate.api.errors import LIBRE
 from peakgate.api.native import LanguageOut, language_list
 from peakgate.domain import Principal, TranslateRequest
+from peakgate.markup import format_options, translate_markup
 
 
 class Keyed(msgspec.Struct, kw_only=True):
@@ -67,7 +69,9 @@ def libre_operations(service: TranslationService) -> list[Operation]:
         source = source_or_detect(body.source)
         segments = as_segments(body.q)
         job = TranslateRequest(segments=segments, source=source, target=body.target.strip().lower())
-        result = await service.translate(job, authenticate(request, body))
+        principal = authenticate(request, body)
+        result = await translate_markup(service.translate, service.settings.limits, job, principal,
+                                        format_options(body.format))
         set_served(request, result)
         texts = [t.text for t in result.translations]
         found = None if source is not None else [

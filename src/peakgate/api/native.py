@@ -12,10 +12,12 @@ from starlette.responses import Response
 from peakgate.api.auth import header_key
 from peakgate.api.bodies import BodyParser, as_segments, json_response, max_body_bytes, source_or_detect
 from peakgate.api.contract import TranslationService
+from peakgate.api.edge import edge_operation
 from peakgate.api.endpoint import Operation, set_served
 from peakgate.api.errors import NATIVE, retry_after
-from peakgate.domain import TranslateRequest
+from peakgate.domain import TranslateRequest, TranslateResult
 from peakgate.errors import BadRequest
+from peakgate.markup import options_from, translate_markup
 
 
 class TranslateBody(msgspec.Struct, kw_only=True):
@@ -30,6 +32,11 @@ class TranslateBody(msgspec.Struct, kw_only=True):
     split_sentences: bool = True
     glossary_id: str | None = None
     formality: str | None = None
+    tag_handling: str | None = None  # "html" | "xml": translate the text, keep the markup (docs/markup.md)
+    splitting_tags: str | list[str] | None = None
+    non_splitting_tags: str | list[str] | None = None
+    ignore_tags: str | list[str] | None = None
+    outline_detection: bool = True
 
 
 class TranslationOut(msgspec.Struct, omit_defaults=True):
@@ -88,17 +95,23 @@ def _to_domain(body: TranslateBody) -> TranslateRequest:
     )
 
 
+def _render(result: TranslateResult) -> Response:
+    translations = [TranslationOut(t.text, t.detected_source, t.model, t.tier, t.origin, t.tm_score, t.pivot)
+                    for t in result.translations]
+    return json_response(TranslateReply(translations, result.billed_characters))
+
+
 def native_operations(service: TranslationService) -> list[Operation]:
     parser = BodyParser(TranslateBody, max_body_bytes(service.settings.limits))
     corrections = BodyParser(CorrectionBody, max_body_bytes(service.settings.limits))
 
     async def translate(request: Request) -> Response:
         principal = service.authenticate(header_key(request, "Bearer"))
-        result = await service.translate(_to_domain(await parser.parse(request)), principal)
+        body = await parser.parse(request)
+        result = await translate_markup(service.translate, service.settings.limits, _to_domain(body), principal,
+                                        options_from(body))
         set_served(request, result)
-        translations = [TranslationOut(t.text, t.detected_source, t.model, t.tier, t.origin, t.tm_score, t.pivot)
-                        for t in result.translations]
-        return json_response(TranslateReply(translations, result.billed_characters))
+        return _render(result)
 
     async def correct(request: Request) -> Response:
         principal = service.authenticate(header_key(request, "Bearer"))
@@ -125,6 +138,7 @@ def native_operations(service: TranslationService) -> list[Operation]:
     return [
         Operation("/v1/translate", ("POST",), translate, NATIVE, "Translate segments", TranslateBody,
                   TranslateReply, auth=True),
+        edge_operation(service, _render, TranslateReply),
         Operation("/v1/memory", ("POST",), correct, NATIVE, "Add a human translation (correction) to your TM",
                   CorrectionBody, CorrectionReply, statuses=(201,), auth=True),
         Operation("/v1/languages", ("GET",), languages, NATIVE, "Languages and their targets",

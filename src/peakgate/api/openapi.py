@@ -105,7 +105,7 @@ def _answers(op: Operation, schema_of: Mapping[Any, Json]) -> Json:
     answers: Json = {}
     for status in op.statuses:
         answer: Json = {"description": HTTPStatus(status).phrase}
-        if body:
+        if body and status != HTTPStatus.NOT_MODIFIED:  # a 304 never has a body
             answer["content"] = body
         if status in _RETRY_LATER:
             answer["headers"] = dict(_RETRY_AFTER)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from peakgate.drills.faults import FaultEvent
 from peakgate.drills.records import DROPPED, Record
 
 SERVER_ERROR = 500
@@ -85,3 +86,35 @@ def after_p99_within(phases: list[PhaseFigures], bound_s: float) -> Promise:
     ok = after.p99_s is not None and after.p99_s <= bound_s
     shown = "no answers" if after.p99_s is None else f"{after.p99_s * 1000:.0f} ms"
     return Promise(f"interactive p99 after recovery <= {bound_s * 1000:.0f} ms", ok, shown)
+
+
+def recovery_at(records: list[Record], from_s: float, deadline_s: float, *, window_s: float = 2.0,
+                min_availability: float = 0.95) -> float | None:
+    """The start of the first `window_s` window from `from_s` whose interactive arrivals were served again: at
+    least `min_availability` of them accepted, their p99 within `deadline_s`. None if no window was."""
+    mine = sorted((r for r in records if r.klass == "interactive" and r.status != DROPPED and r.at_s >= from_s),
+                  key=lambda r: r.at_s)
+    if not mine:
+        return None
+    for step in range(int((mine[-1].at_s - from_s) / window_s) + 1):
+        start = from_s + step * window_s
+        window = [r for r in mine if start <= r.at_s < start + window_s]
+        accepted = [r.latency_s for r in window if r.accepted and r.latency_s is not None]
+        worst = p99(accepted)
+        if window and len(accepted) >= min_availability * len(window) and worst is not None and worst <= deadline_s:
+            return start
+    return None
+
+
+def faults_injected(events: list[FaultEvent]) -> Promise:
+    # The drill's own validity: a fault that hit nothing proves nothing about the gateway.
+    missed = [e.fault for e in events if e.target_pid is None]
+    return Promise("every fault was injected", not missed, f"missed: {', '.join(missed)}" if missed else
+                   ", ".join(e.fault for e in events))
+
+
+def killed_pipelines_replaced(events: list[FaultEvent], within_s: float) -> Promise:
+    kills = [e for e in events if e.kind == "kill-pipeline" and e.target_pid is not None]
+    late = [e.fault for e in kills if e.replaced_after_s is None or e.replaced_after_s > within_s]
+    detail = "; ".join(e.outcome for e in kills) or "no kill in this drill"
+    return Promise(f"every killed pipeline replaced within {within_s:g} s", not late, detail)

@@ -6,10 +6,12 @@ Written as JSON (for tools such as `peakgate checklist`) and Markdown (for the o
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from peakgate.drills.drill_promises import PhaseFigures, Promise
+from peakgate.drills.faults import FaultEvent
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,6 +22,10 @@ class DrillRecord:
     recovered_at_s: float | None
     phases: list[PhaseFigures]
     promises: list[Promise]
+    faults: list[FaultEvent] = field(default_factory=list)
+    machine: dict[str, Any] = field(default_factory=dict)  # cores, load averages at the start and the end
+    load: dict[str, Any] = field(default_factory=dict)  # the surge: target, profile, totals per class
+    note: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -42,8 +48,11 @@ def _ms(value: float | None) -> str:
 
 def markdown(record: DrillRecord) -> str:
     recovered = "never" if record.recovered_at_s is None else f"{record.recovered_at_s:.1f} s"
+    over = f", the last one over at {max(e.ended_s for e in record.faults):.1f} s" if record.faults else ""
     lines = [f"# Drill: {record.scenario} — {'PASS' if record.passed else 'FAIL'}", "",
-             f"Started {record.started_at}; fault injected at {record.fault_at_s:.1f} s; recovered at {recovered}.",
+             f"Started {record.started_at}; fault injected at {record.fault_at_s:.1f} s{over}; served again "
+             f"(interactive) from {recovered}.",
+             *_context(record),
              "", "| phase | interactive offered | accepted | availability | p99 |", "|---|---|---|---|---|"]
     for p in record.phases:
         avail = "-" if p.availability is None else f"{p.availability:.1%}"
@@ -51,3 +60,21 @@ def markdown(record: DrillRecord) -> str:
     lines += ["", "| promise | result | detail |", "|---|---|---|"]
     lines += [f"| {p.name} | {'PASS' if p.passed else 'FAIL'} | {p.detail} |" for p in record.promises]
     return "\n".join(lines) + "\n"
+
+
+def _context(record: DrillRecord) -> list[str]:
+    lines = []
+    if record.note:
+        lines += ["", f"Note: {record.note}"]
+    if record.machine:
+        lines += ["", "Machine: " + ", ".join(f"{k} {v}" for k, v in record.machine.items())]
+    if record.load:
+        lines += ["", "Load: " + ", ".join(f"{k} {v}" for k, v in record.load.items() if not isinstance(v, dict))]
+        for klass, f in record.load.get("classes", {}).items():
+            lines.append(f"- {klass}: offered {f['offered']}, accepted {f['accepted']}, shed {f['shed']}, "
+                         f"errors {f['errors']}, generator-dropped {f['generator_dropped']}")
+    if record.faults:
+        lines += ["", "| fault | injected at | over at | process | outcome |", "|---|---|---|---|---|"]
+        lines += [f"| {e.fault} | {e.at_s:.1f} s | {e.ended_s:.1f} s | {e.target_pid or '-'} | {e.outcome} |"
+                  for e in record.faults]
+    return lines

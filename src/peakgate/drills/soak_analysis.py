@@ -23,6 +23,9 @@ class SoakThresholds(BaseModel):
     horizon_h: float = Field(default=8.0, gt=0)
     warmup_fraction: float = Field(default=0.2, ge=0, lt=1)
     min_samples: int = Field(default=12, ge=3)  # after warm-up; fewer points cannot separate trend from noise
+    # After warm-up, the fitted samples must span this long: growth in a run's first minutes is mostly caches
+    # and allocator arenas filling, and a straight line through seconds projected over hours says nothing.
+    min_span_s: float = Field(default=0.0, ge=0)
     rss_growth_mb: float = Field(default=64.0, gt=0)  # allowed projected growth: this or rss_growth_pct of
     rss_growth_pct: float = Field(default=10.0, gt=0)  # the starting RSS, whichever is larger
     fds_growth: float = Field(default=50.0, gt=0)
@@ -67,7 +70,7 @@ def _judge(ts: list[float], ys: list[float], limit: float, th: SoakThresholds) -
     projected = slope_h * th.horizon_h
     margin = th.z * se * 3600.0 * th.horizon_h
     verdict: Verdict
-    if len(ts) < th.min_samples:
+    if len(ts) < th.min_samples or ts[-1] - ts[0] < th.min_span_s:
         verdict = "INCONCLUSIVE"
     elif projected - margin >= limit:
         verdict = "FAIL"
@@ -91,7 +94,8 @@ def analyse(samples: list[Sample], th: SoakThresholds | None = None) -> dict[str
     fds = _judge(ts, [s.open_fds for s in kept], th.fds_growth, th)
     verdicts = {rss.verdict, fds.verdict}
     overall: Verdict = "FAIL" if "FAIL" in verdicts else "INCONCLUSIVE" if "INCONCLUSIVE" in verdicts else "PASS"
-    return {"samples": len(samples), "kept": len(kept), "verdict": overall, "horizon_h": th.horizon_h,
+    return {"samples": len(samples), "kept": len(kept), "span_s": ts[-1] - ts[0], "min_span_s": th.min_span_s,
+            "verdict": overall, "horizon_h": th.horizon_h,
             "rss_mb": _as_dict(rss), "open_fds": _as_dict(fds)}
 
 

@@ -40,10 +40,14 @@ def _vmrss(status: Path) -> int:
     return 0  # a zombie or kernel thread has no VmRSS line
 
 
-def _children(proc: Path, pid: int) -> list[int]:
+def children(pid: int, proc: Path = Path("/proc")) -> list[int]:
+    """The direct children of `pid` (empty once it is gone)."""
     out: list[int] = []
     for task in (proc / str(pid) / "task").glob("*/children"):
-        out += [int(c) for c in task.read_text().split()]
+        try:
+            out += [int(c) for c in task.read_text().split()]
+        except OSError:
+            continue  # a thread that ended mid-walk
     return out
 
 
@@ -51,13 +55,13 @@ def read_tree(pid: int, proc: Path = Path("/proc")) -> TreeSample:
     """Raises OSError when `pid` itself is gone; a child that exits mid-walk is skipped."""
     own = _vmrss(proc / str(pid) / "status")
     fds = len(list((proc / str(pid) / "fd").iterdir()))
-    engine, todo = 0, _children(proc, pid)
+    engine, todo = 0, children(pid, proc)
     while todo:
         child = todo.pop()
         try:
             engine += _vmrss(proc / str(child) / "status")
             fds += len(list((proc / str(child) / "fd").iterdir()))
-            todo += _children(proc, child)
+            todo += children(child, proc)
         except OSError:
             continue
     return TreeSample(own, engine, fds)

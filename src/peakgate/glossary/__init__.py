@@ -13,6 +13,9 @@ from peakgate.glossary.protect import Protected, TermMatcher, protect, restore_t
 from peakgate.glossary.resolve import GlossaryMismatch, GlossaryResolver
 from peakgate.glossary.shield import Shielded, shield, unshield
 from peakgate.glossary.store import (
+    Dictionary,
+    DictionaryEntries,
+    DictionaryNotFound,
     Glossary,
     GlossaryNotFound,
     GlossaryStore,
@@ -25,7 +28,8 @@ from peakgate.glossary.store import (
 )
 
 __all__ = [
-    "ENTRIES_FORMATS", "EntriesFormat", "Entry", "EntryLimits", "Glossary", "GlossaryMismatch", "GlossaryNotFound",
+    "ENTRIES_FORMATS", "Dictionary", "DictionaryEntries", "DictionaryNotFound", "EntriesFormat", "Entry",
+    "EntryLimits", "Glossary", "GlossaryMismatch", "GlossaryNotFound",
     "GlossaryResolver", "GlossaryStore", "GlossaryStoreError", "GlossaryStoreKind", "InvalidEntries", "Protected",
     "Shielded", "SqliteGlossaryStore", "TermMatcher", "TooManyGlossaries", "build_glossary_store", "iso_utc",
     "parse_entries", "protect", "restore_terms", "shield", "to_tsv", "unshield",

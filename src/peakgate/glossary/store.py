@@ -1,9 +1,10 @@
 """Glossary storage: a small Protocol and its SQLite implementation, every row owned by one tenant.
 
-A tenant only ever sees its own glossaries: another tenant's id answers `NotFound`, exactly like an id
-that never existed, so ids cannot be probed. Each create is one transaction, so a failed create (a
-duplicate term, a full disk) leaves nothing behind. Every call opens its own short-lived connection,
-which makes the store safe to call from worker threads (the API runs it off the event loop).
+A glossary holds one dictionary per language pair (DeepL's v3 model; a v2 glossary is one with a single
+dictionary). A tenant only ever sees its own glossaries: another tenant's id answers `NotFound`, exactly like an
+id that never existed, so ids cannot be probed. Each change is one transaction, so a failed create (a duplicate
+term, a full disk) leaves nothing behind. Every call opens its own short-lived connection, which makes the store
+safe to call from worker threads (the API runs it off the event loop).
 
 Data at rest: names and terms are sealed with the store's `Sealer`, bound to their glossary id (rows an older
 release wrote in the clear are sealed when the store opens); ids, languages and counts stay readable.
@@ -12,6 +13,7 @@ release wrote in the clear are sealed when the store opens); ids, languages and 
 from __future__ import annotations
 
 import contextlib
+import secrets
 import sqlite3
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -23,26 +25,13 @@ from typing import Literal, Protocol
 from peakgate.atrest import Sealer
 from peakgate.errors import BadRequest, ConfigError, NotFound, PeakgateError
 from peakgate.glossary.entries import Entry, InvalidEntries
+from peakgate.glossary.schema import migrate
 
 GlossaryStoreKind = Literal["sqlite", "memory"]
 WallClock = Callable[[], datetime]
 MAX_GLOSSARIES = 1000  # per tenant, as DeepL allows per account
 MAX_NAME_BYTES = 1024
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS glossaries (
-    id TEXT PRIMARY KEY, tenant TEXT NOT NULL, name TEXT NOT NULL, source_lang TEXT NOT NULL,
-    target_lang TEXT NOT NULL, creation_time TEXT NOT NULL, entry_count INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS glossaries_by_tenant ON glossaries (tenant, creation_time);
-CREATE TABLE IF NOT EXISTS entries (
-    glossary_id TEXT NOT NULL REFERENCES glossaries (id) ON DELETE CASCADE,
-    position INTEGER NOT NULL, source BLOB NOT NULL, target BLOB NOT NULL,
-    PRIMARY KEY (glossary_id, position)
-);
-"""
-_COLUMNS = "id, name, source_lang, target_lang, creation_time, entry_count"
-_SEALED_SCHEMA = 1  # `PRAGMA user_version` from which every name and term is sealed
+_PAIR = "glossary_id = ? AND source_lang = ? AND target_lang = ?"
 
 
 class GlossaryStoreError(PeakgateError):
@@ -53,24 +42,51 @@ class GlossaryNotFound(NotFound):
     code = "glossary_not_found"
 
 
+class DictionaryNotFound(NotFound):
+    code = "glossary_dictionary_not_found"
+
+
 class TooManyGlossaries(BadRequest):
     code = "too_many_glossaries"
+
+
+@dataclass(frozen=True, slots=True)
+class Dictionary:
+    source_lang: str  # lower-case base codes, e.g. "en"
+    target_lang: str
+    entry_count: int
+    revision: int = 0  # a new random value at every write of its entries: caches key on it
+
+
+@dataclass(frozen=True, slots=True)
+class DictionaryEntries:
+    """A dictionary as a caller hands it in."""
+
+    source_lang: str
+    target_lang: str
+    entries: Sequence[Entry]
 
 
 @dataclass(frozen=True, slots=True)
 class Glossary:
     glossary_id: str
     name: str
-    source_lang: str  # lower-case base codes, e.g. "en"
-    target_lang: str
     creation_time: str  # ISO 8601 UTC with milliseconds, e.g. "2026-12-04T03:04:05.123Z"
-    entry_count: int
+    dictionaries: tuple[Dictionary, ...]  # sorted by pair
     ready: bool = True  # created synchronously, so always usable at once
+
+    def dictionary(self, source_lang: str, target_lang: str) -> Dictionary | None:
+        return next((d for d in self.dictionaries if (d.source_lang, d.target_lang) == (source_lang, target_lang)),
+                    None)
+
+    @property
+    def single(self) -> Dictionary | None:
+        """The dictionary of a single-pair (v2) glossary; None when it has several, or none."""
+        return self.dictionaries[0] if len(self.dictionaries) == 1 else None
 
 
 class GlossaryStore(Protocol):
-    def create(self, tenant: str, name: str, source_lang: str, target_lang: str,
-               entries: Sequence[Entry]) -> Glossary: ...
+    def create(self, tenant: str, name: str, dictionaries: Sequence[DictionaryEntries]) -> Glossary: ...
 
     def glossaries(self, tenant: str) -> list[Glossary]:
         """The tenant's glossaries, oldest first."""
@@ -78,7 +94,16 @@ class GlossaryStore(Protocol):
     def get(self, tenant: str, glossary_id: str) -> Glossary:
         """Raises `GlossaryNotFound` for an unknown id or one another tenant owns."""
 
-    def entries(self, tenant: str, glossary_id: str) -> tuple[Entry, ...]: ...
+    def entries(self, tenant: str, glossary_id: str, source_lang: str, target_lang: str) -> tuple[Entry, ...]:
+        """Raises `DictionaryNotFound` when the glossary has no dictionary for the pair."""
+
+    def rename(self, tenant: str, glossary_id: str, name: str) -> Glossary: ...
+
+    def put_dictionary(self, tenant: str, glossary_id: str, dictionary: DictionaryEntries, *,
+                       merge: bool = False) -> Dictionary:
+        """Replace the pair's dictionary (or add it); `merge` keeps its other entries, new targets winning."""
+
+    def delete_dictionary(self, tenant: str, glossary_id: str, source_lang: str, target_lang: str) -> None: ...
 
     def delete(self, tenant: str, glossary_id: str) -> None: ...
 
@@ -94,6 +119,27 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+def _checked_name(name: str) -> str:
+    name = name.strip()
+    if not name or len(name.encode()) > MAX_NAME_BYTES:
+        raise BadRequest(f"glossary name must be 1 to {MAX_NAME_BYTES} bytes")
+    return name
+
+
+def _checked_entries(entries: Sequence[Entry]) -> None:
+    if not entries:
+        raise InvalidEntries("glossary has no entries")
+    if len({e.source for e in entries}) != len(entries):  # sealed terms all differ: no UNIQUE can catch it
+        raise InvalidEntries("glossary entries repeat a source term")
+
+
+def _merged(old: Sequence[Entry], new: Sequence[Entry]) -> list[Entry]:
+    """DeepL's PATCH: new sources appended, known ones take the new target, the rest stay in place."""
+    targets = {e.source: e.target for e in new}
+    kept = [Entry(e.source, targets.pop(e.source, e.target)) for e in old]
+    return kept + [e for e in new if e.source in targets]
+
+
 class SqliteGlossaryStore:
     """`sealer` must be the same across restarts for a file that is kept (`stores.open_stores` passes the
     configured one); the default key lives as long as this object."""
@@ -103,14 +149,20 @@ class SqliteGlossaryStore:
         self._target, self._uri, self._wall, self._max = target, uri, wall, max_glossaries
         self._sealer = sealer or Sealer.ephemeral()
         # A shared in-memory database lives only while one connection to it is open: keep one.
-        self._keeper = self._open() if uri else None
-        with self._connection() as conn:
-            conn.executescript(_SCHEMA)
-            self._seal_plain_rows(conn)
+        self._keeper = self._open(foreign_keys=False) if uri else None
+        conn = self._keeper or self._open(foreign_keys=False)
+        conn.isolation_level = None  # autocommit: the migration manages its own transactions
+        try:
+            migrate(conn, self._seal_plain_rows)
+        except sqlite3.Error as exc:
+            raise GlossaryStoreError(f"cannot migrate the glossary database: {exc}") from exc
+        finally:
+            conn.isolation_level = "DEFERRED"  # sqlite3's default again, for the keeper
+            if conn is not self._keeper:
+                conn.close()
 
     def _seal_plain_rows(self, conn: sqlite3.Connection) -> None:
-        if conn.execute("PRAGMA user_version").fetchone()[0] >= _SEALED_SCHEMA:
-            return  # sealed already: no scan of every entry at each start
+        """The oldest layout kept names and terms in the clear (single-pair tables)."""
         names = conn.execute("SELECT id, name FROM glossaries WHERE typeof(name) = 'text'").fetchall()
         conn.executemany("UPDATE glossaries SET name = ? WHERE id = ?",
                          [(self._seal(gid, name), gid) for gid, name in names])
@@ -118,7 +170,6 @@ class SqliteGlossaryStore:
                              "WHERE typeof(source) = 'text'").fetchall()
         conn.executemany("UPDATE entries SET source = ?, target = ? WHERE glossary_id = ? AND position = ?",
                          [(self._seal(gid, s), self._seal(gid, t), gid, pos) for gid, pos, s, t in terms])
-        conn.execute(f"PRAGMA user_version = {_SEALED_SCHEMA}")
 
     def _seal(self, glossary_id: str, text: str) -> bytes:
         return self._sealer.seal_text(text, glossary_id.encode())
@@ -126,17 +177,12 @@ class SqliteGlossaryStore:
     def _unseal(self, glossary_id: str, sealed: bytes) -> str:
         return self._sealer.open_text(sealed, glossary_id.encode())
 
-    def _row(self, row: tuple[str, bytes, str, str, str, int]) -> Glossary:
-        glossary_id, name, source_lang, target_lang, creation_time, entry_count = row
-        return Glossary(glossary_id, self._unseal(glossary_id, name), source_lang, target_lang, creation_time,
-                        entry_count)
-
-    def _open(self) -> sqlite3.Connection:
+    def _open(self, *, foreign_keys: bool = True) -> sqlite3.Connection:
         try:
             conn = sqlite3.connect(self._target, uri=self._uri, check_same_thread=False)
         except sqlite3.Error as exc:
             raise GlossaryStoreError(f"cannot open the glossary database: {exc}") from exc
-        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute(f"PRAGMA foreign_keys = {'ON' if foreign_keys else 'OFF'}")
         conn.execute("PRAGMA secure_delete = ON")  # text replaced by its sealed form leaves no copy in free pages
         return conn
 
@@ -154,49 +200,94 @@ class SqliteGlossaryStore:
         finally:
             conn.close()
 
-    def create(self, tenant: str, name: str, source_lang: str, target_lang: str,
-               entries: Sequence[Entry]) -> Glossary:
-        name = name.strip()
-        if not name or len(name.encode()) > MAX_NAME_BYTES:
-            raise BadRequest(f"glossary name must be 1 to {MAX_NAME_BYTES} bytes")
-        if not entries:
-            raise InvalidEntries("glossary has no entries")
-        if len({e.source for e in entries}) != len(entries):  # sealed terms all differ: no UNIQUE can catch it
-            raise InvalidEntries("glossary entries repeat a source term")
-        glossary = Glossary(str(uuid.uuid4()), name, source_lang, target_lang, iso_utc(self._wall()), len(entries))
-        gid = glossary.glossary_id
+    def _load(self, conn: sqlite3.Connection, tenant: str, glossary_id: str) -> Glossary:
+        row = conn.execute("SELECT name, creation_time FROM glossaries WHERE tenant = ? AND id = ?",
+                           (tenant, glossary_id)).fetchone()
+        if row is None:
+            raise GlossaryNotFound(f"glossary {glossary_id!r} not found")
+        dictionaries = conn.execute(
+            "SELECT source_lang, target_lang, entry_count, revision FROM dictionaries WHERE glossary_id = ? "
+            "ORDER BY source_lang, target_lang", (glossary_id,)).fetchall()
+        return Glossary(glossary_id, self._unseal(glossary_id, row[0]), row[1],
+                        tuple(Dictionary(*d) for d in dictionaries))
+
+    def _write_entries(self, conn: sqlite3.Connection, glossary_id: str, dictionary: DictionaryEntries
+                       ) -> Dictionary:
+        # Random, not a counter: a dictionary deleted and made again must not reuse an old revision.
+        revision = secrets.randbits(62)
+        pair = (glossary_id, dictionary.source_lang, dictionary.target_lang)
+        conn.execute(f"DELETE FROM dictionaries WHERE {_PAIR}", pair)  # its entries go with it (cascade)
+        conn.execute("INSERT INTO dictionaries VALUES (?, ?, ?, ?, ?)", (*pair, len(dictionary.entries), revision))
+        conn.executemany("INSERT INTO dictionary_entries VALUES (?, ?, ?, ?, ?, ?)",
+                         ((*pair, i, self._seal(glossary_id, e.source), self._seal(glossary_id, e.target))
+                          for i, e in enumerate(dictionary.entries)))
+        return Dictionary(dictionary.source_lang, dictionary.target_lang, len(dictionary.entries), revision)
+
+    def create(self, tenant: str, name: str, dictionaries: Sequence[DictionaryEntries]) -> Glossary:
+        name = _checked_name(name)
+        if not dictionaries:
+            raise BadRequest("a glossary needs at least one dictionary")
+        if len({(d.source_lang, d.target_lang) for d in dictionaries}) != len(dictionaries):
+            raise BadRequest("a glossary has at most one dictionary per language pair")
+        for dictionary in dictionaries:
+            _checked_entries(dictionary.entries)
+        gid, creation_time = str(uuid.uuid4()), iso_utc(self._wall())
         with self._connection() as conn:
             (count,) = conn.execute("SELECT count(*) FROM glossaries WHERE tenant = ?", (tenant,)).fetchone()
             if count >= self._max:
                 raise TooManyGlossaries(f"at most {self._max} glossaries per account: delete one first")
-            conn.execute(f"INSERT INTO glossaries (tenant, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                         (tenant, gid, self._seal(gid, name), source_lang, target_lang, glossary.creation_time,
-                          glossary.entry_count))
-            conn.executemany("INSERT INTO entries VALUES (?, ?, ?, ?)",
-                             ((gid, i, self._seal(gid, e.source), self._seal(gid, e.target))
-                              for i, e in enumerate(entries)))
-        return glossary
+            conn.execute("INSERT INTO glossaries VALUES (?, ?, ?, ?)",
+                         (gid, tenant, self._seal(gid, name), creation_time))
+            for dictionary in dictionaries:
+                self._write_entries(conn, gid, dictionary)
+            return self._load(conn, tenant, gid)
 
     def glossaries(self, tenant: str) -> list[Glossary]:
         with self._connection() as conn:
-            rows = conn.execute(f"SELECT {_COLUMNS} FROM glossaries WHERE tenant = ? ORDER BY creation_time, rowid",
-                                (tenant,)).fetchall()
-        return [self._row(r) for r in rows]
+            ids = conn.execute("SELECT id FROM glossaries WHERE tenant = ? ORDER BY creation_time, rowid",
+                               (tenant,)).fetchall()
+            return [self._load(conn, tenant, gid) for (gid,) in ids]
 
     def get(self, tenant: str, glossary_id: str) -> Glossary:
         with self._connection() as conn:
-            row = conn.execute(f"SELECT {_COLUMNS} FROM glossaries WHERE tenant = ? AND id = ?",
-                               (tenant, glossary_id)).fetchone()
-        if row is None:
-            raise GlossaryNotFound(f"glossary {glossary_id!r} not found")
-        return self._row(row)
+            return self._load(conn, tenant, glossary_id)
 
-    def entries(self, tenant: str, glossary_id: str) -> tuple[Entry, ...]:
-        self.get(tenant, glossary_id)  # ownership first: an empty answer must not mean "someone else's"
-        with self._connection() as conn:
-            rows = conn.execute("SELECT source, target FROM entries WHERE glossary_id = ? ORDER BY position",
-                                (glossary_id,)).fetchall()
+    def _read_entries(self, conn: sqlite3.Connection, glossary_id: str, pair: tuple[str, str]) -> tuple[Entry, ...]:
+        rows = conn.execute(f"SELECT source, target FROM dictionary_entries WHERE {_PAIR} ORDER BY position",
+                            (glossary_id, *pair)).fetchall()
         return tuple(Entry(self._unseal(glossary_id, s), self._unseal(glossary_id, t)) for s, t in rows)
+
+    def entries(self, tenant: str, glossary_id: str, source_lang: str, target_lang: str) -> tuple[Entry, ...]:
+        with self._connection() as conn:
+            if self._load(conn, tenant, glossary_id).dictionary(source_lang, target_lang) is None:
+                raise DictionaryNotFound(f"glossary {glossary_id!r} has no {source_lang}→{target_lang} dictionary")
+            return self._read_entries(conn, glossary_id, (source_lang, target_lang))
+
+    def rename(self, tenant: str, glossary_id: str, name: str) -> Glossary:
+        name = _checked_name(name)
+        with self._connection() as conn:
+            self._load(conn, tenant, glossary_id)
+            conn.execute("UPDATE glossaries SET name = ? WHERE id = ?", (self._seal(glossary_id, name), glossary_id))
+            return self._load(conn, tenant, glossary_id)
+
+    def put_dictionary(self, tenant: str, glossary_id: str, dictionary: DictionaryEntries, *,
+                       merge: bool = False) -> Dictionary:
+        _checked_entries(dictionary.entries)
+        pair = (dictionary.source_lang, dictionary.target_lang)
+        with self._connection() as conn:
+            current = self._load(conn, tenant, glossary_id).dictionary(*pair)
+            if merge and current is not None:
+                dictionary = DictionaryEntries(*pair, _merged(self._read_entries(conn, glossary_id, pair),
+                                                              dictionary.entries))
+            return self._write_entries(conn, glossary_id, dictionary)
+
+    def delete_dictionary(self, tenant: str, glossary_id: str, source_lang: str, target_lang: str) -> None:
+        with self._connection() as conn:
+            self._load(conn, tenant, glossary_id)
+            gone = conn.execute(f"DELETE FROM dictionaries WHERE {_PAIR}",
+                                (glossary_id, source_lang, target_lang)).rowcount
+        if not gone:
+            raise DictionaryNotFound(f"glossary {glossary_id!r} has no {source_lang}→{target_lang} dictionary")
 
     def delete(self, tenant: str, glossary_id: str) -> None:
         with self._connection() as conn:

@@ -5,21 +5,22 @@ Each codec is pure bytes in, bytes out; `rebuild(data, translations)` walks the 
 
 - txt: one segment per non-blank line (not per paragraph), so line breaks, blank lines, indentation and the
   line-ending style survive exactly.
-- html: one segment per text node outside <script>/<style>; tags, attributes, comments and entities outside
-  text nodes are copied byte for byte. Attribute text (alt, title) is not translated, and inline markup
-  (<b>, <a>) splits a sentence into separate segments.
-- docx: one segment per paragraph (body, tables, nested tables, text boxes; not headers or footers). The
-  translated paragraph goes into its first run and the other runs are emptied, so the paragraph keeps the first
-  run's character formatting and loses mid-paragraph formatting changes. Hyperlink text is left as it is.
+- html: tag handling as /v2/translate's tag_handling=html does it (`peakgate.markup`, docs/markup.md): one
+  segment per sentence, across inline markup (<b>, <a>), which is put back around the translated words, plus
+  each inline-tagged phrase once more on its own to place its tags; <script>, <style>, translate="no" and
+  class="notranslate" are left alone; tags, attributes, comments and entities outside translated text are
+  copied byte for byte. Attribute text (alt, title) is not translated.
+- docx: paragraphs (body, tables, nested tables, text boxes; not headers or footers) are translated sentence by
+  sentence, their runs of one character formatting acting as inline tags (`markup.runs`): a bold or italic
+  phrase is translated on its own too, and its run gets the words of the translation it maps to, so formatting
+  changes inside a paragraph survive. Hyperlink text is left as it is.
 """
 
 from __future__ import annotations
 
-import html
 import io
 import re
 from collections.abc import Mapping
-from html.parser import HTMLParser
 from types import MappingProxyType
 from typing import Protocol
 
@@ -27,12 +28,16 @@ from docx import Document
 from docx.document import Document as DocxDocument
 from docx.oxml.ns import qn
 from docx.text.paragraph import Paragraph
+from docx.text.run import Run
 
 from peakgate.errors import BadRequest
+from peakgate.markup.document import MarkupDocument, parse_markup
+from peakgate.markup.options import MarkupOptions
+from peakgate.markup.runs import runs_document, spread
 
 _BOM = b"\xef\xbb\xbf"
 _LINE = re.compile(r"^(\s*)(.*?)(\s*)$", re.DOTALL)
-_SKIPPED_TAGS = frozenset({"script", "style"})
+_HTML = MarkupOptions("html")
 
 
 class UnsupportedDocument(BadRequest):
@@ -91,86 +96,22 @@ class TextCodec:
         return _encode("".join(out), bom)
 
 
-class _TextNodes(HTMLParser):
-    """Finds the [start, end) character span of every text node, outside script and style."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__(convert_charrefs=True)
-        self._line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
-        self._skip_depth = 0
-        self._open: int | None = None  # start of the text node being read
-        self.spans: list[tuple[int, int]] = []
-        self.feed(text)
-        self.close()
-        self._end_text(len(text))
-
-    def _offset(self) -> int:
-        line, column = self.getpos()
-        return self._line_starts[line - 1] + column
-
-    def _end_text(self, end: int) -> None:
-        if self._open is not None:
-            self.spans.append((self._open, end))
-            self._open = None
-
-    def _markup(self) -> None:
-        # Every markup event ends the text node before it.
-        self._end_text(self._offset())
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self._markup()
-        if tag in _SKIPPED_TAGS:
-            self._skip_depth += 1
-
-    def handle_endtag(self, tag: str) -> None:
-        self._markup()
-        if tag in _SKIPPED_TAGS and self._skip_depth:
-            self._skip_depth -= 1
-
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self._markup()
-
-    def handle_comment(self, data: str) -> None:
-        self._markup()
-
-    def handle_decl(self, decl: str) -> None:
-        self._markup()
-
-    def handle_pi(self, data: str) -> None:
-        self._markup()
-
-    def unknown_decl(self, data: str) -> None:
-        self._markup()
-
-    def handle_data(self, data: str) -> None:
-        if self._skip_depth == 0 and self._open is None:
-            self._open = self._offset()
-
-
 class HtmlCodec:
     name = "html"
     content_type = "text/html; charset=utf-8"
 
-    def _nodes(self, data: bytes) -> tuple[str, bool, list[tuple[int, int]]]:
+    def _document(self, data: bytes) -> tuple[MarkupDocument, bool]:
         text, bom = _decode(data, "HTML")
-        spans = [(a, b) for a, b in _TextNodes(text).spans if html.unescape(text[a:b]).strip()]
-        return text, bom, spans
+        return parse_markup(text, _HTML), bom
 
     def extract(self, data: bytes) -> list[str]:
-        text, _, spans = self._nodes(data)
-        return [" ".join(html.unescape(text[a:b]).split()) for a, b in spans]
+        return self._document(data)[0].texts()
 
     def rebuild(self, data: bytes, translations: list[str]) -> bytes:
-        text, bom, spans = self._nodes(data)
-        _check_count(len(spans), translations)
-        out: list[str] = []
-        done = 0
-        for (start, end), translation in zip(spans, translations, strict=True):
-            out.append(text[done:start])
-            out.append(_replace_core(text[start:end], html.escape(translation, quote=False)))
-            done = end
-        out.append(text[done:])
-        return _encode("".join(out), bom)
+        document, bom = self._document(data)
+        texts = document.texts()
+        _check_count(len(texts), translations)
+        return _encode(document.rebuild(dict(zip(texts, translations, strict=True))), bom)
 
 
 def _paragraphs(data: bytes) -> tuple[DocxDocument, list[Paragraph]]:
@@ -188,22 +129,46 @@ def _runs_text(paragraph: Paragraph) -> str:
     return "".join(run.text for run in paragraph.runs)
 
 
+def _format_groups(paragraph: Paragraph) -> list[list[Run]]:
+    """Consecutive runs with the same character formatting (Word splits runs for revisions and spell checks)."""
+    groups: list[list[Run]] = []
+    last: str | None = None
+    for run in paragraph.runs:
+        properties = run.element.rPr
+        key = "" if properties is None else properties.xml
+        if groups and key == last:
+            groups[-1].append(run)
+        else:
+            groups.append([run])
+        last = key
+    return groups
+
+
+def _group_texts(groups: list[list[Run]]) -> list[str]:
+    return ["".join(run.text for run in group) for group in groups]
+
+
 class DocxCodec:
     name = "docx"
     content_type = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 
+    def _parts(self, data: bytes) -> tuple[DocxDocument, list[tuple[list[list[Run]], MarkupDocument]], list[str]]:
+        document, paragraphs = _paragraphs(data)
+        parts = [(groups, runs_document(_group_texts(groups))) for groups in map(_format_groups, paragraphs)]
+        return document, parts, list(dict.fromkeys(text for _, marked in parts for text in marked.texts()))
+
     def extract(self, data: bytes) -> list[str]:
-        _, paragraphs = _paragraphs(data)
-        return [_runs_text(p).strip() for p in paragraphs]
+        return self._parts(data)[2]
 
     def rebuild(self, data: bytes, translations: list[str]) -> bytes:
-        document, paragraphs = _paragraphs(data)
-        _check_count(len(paragraphs), translations)
-        for paragraph, translation in zip(paragraphs, translations, strict=True):
-            first, *rest = paragraph.runs
-            first.text = _replace_core(_runs_text(paragraph), translation)
-            for run in rest:
-                run.text = ""
+        document, parts, texts = self._parts(data)
+        _check_count(len(texts), translations)
+        translated = dict(zip(texts, translations, strict=True))
+        for groups, marked in parts:
+            for group, text in zip(groups, spread(marked, len(groups), translated), strict=True):
+                group[0].text = text
+                for run in group[1:]:
+                    run.text = ""
         out = io.BytesIO()
         document.save(out)
         return out.getvalue()

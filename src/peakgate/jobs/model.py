@@ -24,6 +24,7 @@ class NewJob:
     input_data: bytes | None = None  # the original document, needed again to rebuild it
     deferrable: bool = False  # may wait for off-peak hours, finishing by `latest_finish`
     latest_finish: float | None = None  # wall-clock seconds since the epoch
+    glossary_id: str | None = None  # applied to every segment, as on a synchronous request
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +46,7 @@ class Job:
     updated_at: float
     deferrable: bool = False
     latest_finish: float | None = None
+    glossary_id: str | None = None
 
     @property
     def segments_left(self) -> int:

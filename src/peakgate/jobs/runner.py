@@ -41,8 +41,8 @@ from peakgate.observe.metrics import SERVING_ENDPOINT
 
 _log = logging.getLogger(__name__)
 
-# (segments, source or None to detect, target, tenant) -> one translation per segment, in order.
-Translate = Callable[[Sequence[str], str | None, str, str], Awaitable[list[str]]]
+# (segments, the job they belong to: its languages, tenant, glossary) -> one translation per segment, in order.
+Translate = Callable[[Sequence[str], Job], Awaitable[list[str]]]
 PauseCheck = Callable[[], bool]
 CodecLookup = Callable[[str], DocumentCodec]
 _TRANSIENT = (Rejected, BackendError)
@@ -60,10 +60,12 @@ def _never() -> bool:
 
 
 def via_pipeline(translate: Callable[[TranslateRequest, Principal], Awaitable[TranslateResult]]) -> Translate:
-    """Adapts `Service.translate` into the runner's callable: batch priority, the job's tenant, no API key."""
-    async def run(segments: Sequence[str], source: str | None, target: str, tenant: str) -> list[str]:
-        request = TranslateRequest(tuple(segments), source, target, priority="batch")
-        result = await translate(request, Principal(key=None, tenant=tenant, priority="batch"))
+    """Adapts `Service.translate` into the runner's callable: batch priority, the job's tenant and glossary,
+    no API key."""
+    async def run(segments: Sequence[str], job: Job) -> list[str]:
+        request = TranslateRequest(tuple(segments), job.source, job.target, priority="batch",
+                                   glossary_id=job.glossary_id)
+        result = await translate(request, Principal(key=None, tenant=job.tenant, priority="batch"))
         return [t.text for t in result.translations]
 
     return run
@@ -197,7 +199,7 @@ class JobRunner:
         attempt = 0
         while True:
             try:
-                translations = await self._translate(texts, job.source, job.target, job.tenant)
+                translations = await self._translate(texts, job)
             except _TRANSIENT as exc:
                 delay = self._backoff(attempt, exc.retry_after_s)
                 attempt += 1

@@ -20,6 +20,7 @@ half-loaded one, which is only right when no other process is running or creatin
 
 from __future__ import annotations
 
+import secrets
 import sqlite3
 import threading
 import time
@@ -75,9 +76,11 @@ CREATE TABLE IF NOT EXISTS files (
 );
 """
 _JOB_COLUMNS = ("id, key, tenant, kind, status, source, target, filename, format, billed_characters, "
-                "segments_total, segments_done, error_message, created_at, updated_at, may_defer, latest_finish")
+                "segments_total, segments_done, error_message, created_at, updated_at, may_defer, latest_finish, "
+                "glossary_id")
 # Columns added after the first release: a database an older one made gets them at open.
-_ADDED_COLUMNS = {"may_defer": "INTEGER NOT NULL DEFAULT 0", "latest_finish": "REAL"}  # may_defer: deferrable
+_ADDED_COLUMNS = {"may_defer": "INTEGER NOT NULL DEFAULT 0", "latest_finish": "REAL",  # may_defer: deferrable
+                  "glossary_id": "TEXT"}
 _EVERY_JOB = DeferralGate(off_peak=True, now_wall_s=0.0, s_per_segment=0.0, margin_s=0.0)  # no gate: none held
 _WAL_LIMIT_BYTES = 64 * 1024 * 1024  # the WAL file shrinks back to this after a checkpoint
 
@@ -177,16 +180,16 @@ class SqliteJobStore:
                 raise JobStoreError(f"job database error: {exc}") from exc
 
     def create(self, job: NewJob) -> Job:
-        job_id, now = str(uuid.uuid4()), self._wall()
+        job_id, now = new_job_id(), self._wall()
         context = job_id.encode()
         sealed_input = None if job.input_data is None else self._sealer.seal(job.input_data, context)
         with self._tx() as db:
             db.execute(
                 "INSERT INTO jobs (id, key, tenant, kind, status, source, target, filename, format, "
-                "segments_total, created_at, updated_at, may_defer, latest_finish) "
-                "VALUES (?, ?, ?, ?, 'loading', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (job_id, uuid.uuid4().hex, job.tenant, job.kind, job.source, job.target, job.filename, job.format,
-                 len(job.segments), now, now, int(job.deferrable), job.latest_finish),
+                "segments_total, created_at, updated_at, may_defer, latest_finish, glossary_id) "
+                "VALUES (?, ?, ?, ?, 'loading', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (job_id, new_job_key(), job.tenant, job.kind, job.source, job.target, job.filename, job.format,
+                 len(job.segments), now, now, int(job.deferrable), job.latest_finish, job.glossary_id),
             )
             if sealed_input is not None:
                 db.execute("INSERT INTO files (job_id, kind, data) VALUES (?, 'input', ?)", (job_id, sealed_input))
@@ -303,6 +306,16 @@ class SqliteJobStore:
             self._db.close()
 
 
+def new_job_id() -> str:
+    """DeepL's `document_id` shape: 32 upper-case hex digits (a random UUID's)."""
+    return uuid.uuid4().hex.upper()
+
+
+def new_job_key() -> str:
+    """DeepL's `document_key` shape: 64 upper-case hex digits, 256 random bits."""
+    return secrets.token_hex(32).upper()
+
+
 def _pages(rows: Iterable[_T], size: int) -> Iterator[list[_T]]:
     iterator = iter(rows)
     while page := list(islice(iterator, size)):
@@ -320,8 +333,9 @@ def _find(db: sqlite3.Connection, job_id: str) -> Job | None:
     row = db.execute(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id = ? AND status != 'loading'", (job_id,)).fetchone()
     if row is None:
         return None
-    *fields, may_defer, latest_finish = row
-    return replace(Job(*fields), deferrable=bool(may_defer), latest_finish=latest_finish)  # stored as 0 or 1
+    *fields, may_defer, latest_finish, glossary_id = row
+    return replace(Job(*fields), deferrable=bool(may_defer), latest_finish=latest_finish,  # stored as 0 or 1
+                   glossary_id=glossary_id)
 
 
 def _load(db: sqlite3.Connection, job_id: str) -> Job:

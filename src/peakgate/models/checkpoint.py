@@ -22,7 +22,7 @@ from typing import Any
 FILE = "checkpoint.pt"
 # Fields that shape the model or its optimisation: resuming under a recipe that changed one of these would
 # load weights into the wrong network or continue a different schedule. The budget fields may change.
-_RESUMABLE_CHANGES = frozenset({"train_minutes", "max_steps", "threads"})
+_RESUMABLE_CHANGES = frozenset({"train_minutes", "max_steps", "threads", "bf16_autocast"})
 
 
 class TrainingInterrupted(Exception):

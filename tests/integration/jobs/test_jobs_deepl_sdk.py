@@ -8,7 +8,7 @@ import time
 import types
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import deepl
@@ -17,12 +17,15 @@ import pytest
 from starlette.applications import Starlette
 
 from bench._http import serve_in_thread
+from peakgate.api.contract import Language
 from peakgate.api.documents import document_operations
 from peakgate.api.endpoint import to_route
 from peakgate.clock import MonotonicClock
 from peakgate.domain import Principal
 from peakgate.errors import Unauthorized
+from peakgate.glossary import GlossaryStore, build_glossary_store
 from peakgate.jobs.config import JobsConfig
+from peakgate.jobs.model import Job
 from peakgate.jobs.runner import JobRunner
 from peakgate.jobs.store import SqliteJobStore
 from peakgate.observe.metrics import Metrics
@@ -30,7 +33,7 @@ from peakgate.observe.metrics import Metrics
 KEY = "sdk-key"
 
 
-async def upper(segments: Sequence[str], source: str | None, target: str, tenant: str) -> list[str]:
+async def upper(segments: Sequence[str], job: Job) -> list[str]:
     await asyncio.sleep(0.01)
     return [s.upper() for s in segments]
 
@@ -41,6 +44,10 @@ class Service:
     job_runner: JobRunner
     jobs_config: JobsConfig
     metrics: Metrics
+    glossaries: GlossaryStore = field(default_factory=lambda: build_glossary_store("memory"))
+
+    def languages(self) -> list[Language]:
+        return [Language("en", "English", ("es", "de")), Language("es", "Spanish", ("en",))]
 
     async def check_job(self, segments: Sequence[str], source: str | None, target: str, principal: Principal
                         ) -> int:

@@ -17,7 +17,7 @@ from redis_harness import RedisServer, free_port
 from peakgate.atrest import Sealer
 from peakgate.clock import FakeClock, MonotonicClock
 from peakgate.jobs.config import JobsConfig
-from peakgate.jobs.model import NewJob
+from peakgate.jobs.model import Job, NewJob
 from peakgate.jobs.offpeak import OffPeak, OffPeakNotice, offpeak_key
 from peakgate.jobs.offpeak_redis import build_off_peak
 from peakgate.jobs.runner import JobRunner
@@ -76,7 +76,7 @@ async def test_redis_down_falls_back_to_the_window() -> None:
         await at_noon.close()
 
 
-async def _upper(segments: Sequence[str], source: str | None, target: str, tenant: str) -> list[str]:
+async def _upper(segments: Sequence[str], job: Job) -> list[str]:
     return [s.upper() for s in segments]
 
 

@@ -37,7 +37,7 @@ from peakgate.jobs.config import JobsConfig
 from peakgate.jobs.runner import JobRunner
 from peakgate.jobs.store import SqliteJobStore
 
-async def slow_upper(segments, source, target, tenant):
+async def slow_upper(segments, job):
     await asyncio.sleep(0.05)
     return [s.upper() for s in segments]
 
@@ -57,7 +57,7 @@ class Recorder:
         self.delay_s = delay_s
         self.sent: list[str] = []
 
-    async def __call__(self, segments: Sequence[str], source: str | None, target: str, tenant: str) -> list[str]:
+    async def __call__(self, segments: Sequence[str], job: Job) -> list[str]:
         self.sent.extend(segments)
         await asyncio.sleep(self.delay_s)
         return [s.upper() for s in segments]

@@ -20,7 +20,7 @@ import httpx
 import pytest
 from redis_harness import RedisServer
 
-from bench._http import Server, free_port, metric, scrape, serve
+from bench._http import Server, free_port, metric, scrape, serve, stop_process
 from peakgate.observe.rules import ALERTS_FILE, RECORDING_FILE
 
 DEPLOY = Path(__file__).resolve().parents[3] / "deploy" / "prometheus"
@@ -82,12 +82,7 @@ def prometheus(targets: dict[str, str], tmp: Path) -> Iterator[Prometheus]:
         prom.until("ready", lambda: httpx.get(f"{prom.url}/-/ready", timeout=1).status_code == 200, 20)
         yield prom
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc, 10)
 
 
 def _host(server: Server) -> str:
@@ -149,12 +144,7 @@ def _worker(config: Path, metrics_port: int, log: Path) -> Iterator[subprocess.P
     try:
         yield proc
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc, 15)
 
 
 def _until_worker_ready(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:

@@ -18,11 +18,15 @@ def test_translate_json_body_like_the_sdk() -> None:
     reply = client(service).post("/v2/translate", json=body, headers=AUTH)
     assert reply.status_code == 200
     assert reply.json() == {"translations": [
-        {"detected_source_language": "EN", "text": "HELLO", "billed_characters": 5},
-        {"detected_source_language": "EN", "text": "HI", "billed_characters": 2},
+        {"detected_source_language": "EN", "text": "HELLO", "billed_characters": 5,
+         "model_type_used": "quality_optimized"},
+        {"detected_source_language": "EN", "text": "HI", "billed_characters": 2,
+         "model_type_used": "quality_optimized"},
     ]}
     sent = service.requests[0]
-    assert (sent.source, sent.target, sent.formality, sent.split_sentences) == ("en", "es", "prefer_less", True)
+    # prefer_less falls back to the default formality (no engine has one); quality_optimized hints the router
+    assert (sent.source, sent.target, sent.formality, sent.split_sentences, sent.tier) == (
+        "en", "es", None, True, "quality")
 
 
 def test_translate_form_with_repeated_text_and_regional_target() -> None:
@@ -40,8 +44,8 @@ def test_translate_multipart_and_auth_key_field() -> None:
     service = FakeService()
     service.translate_pairs = None  # type: ignore[attr-defined]
     reply = client(service).post("/v2/translate", files=files)
-    assert reply.status_code == 400  # the fake has no en→pt model: the body was read, the pair refused
-    assert "no model translates en → pt" in reply.json()["message"]
+    assert reply.status_code == 400  # the fake serves no Portuguese: the body was read, the target refused
+    assert reply.json()["message"] == "Value for 'target_lang' not supported."
 
 
 def test_translate_multipart_file_upload_is_refused() -> None:
@@ -56,7 +60,7 @@ def test_translate_multipart_file_upload_is_refused() -> None:
     ({"target_lang": "ES"}, "no text to translate"),
     ({"text": "a", "target_lang": "ES", "split_sentences": "2"}, "split_sentences"),
     ({"text": ["a"] * 51, "target_lang": "ES"}, "too many segments"),
-    ({"text": "a", "target_lang": "XX"}, "no model translates"),
+    ({"text": "a", "target_lang": "XX"}, "Value for 'target_lang' not supported."),
 ])
 def test_translate_bad_requests_are_400_with_message(data: dict[str, object], fragment: str) -> None:
     reply = client(FakeService()).post("/v2/translate", data=data, headers=AUTH)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,12 +14,15 @@ from docx import Document
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
+from peakgate.api.contract import Language
 from peakgate.api.documents import document_operations
 from peakgate.api.endpoint import to_route
 from peakgate.clock import FakeClock
 from peakgate.domain import Principal
 from peakgate.errors import InputTooLarge, PeakgateError, QuotaExceeded, Unauthorized, UnsupportedPair
+from peakgate.glossary import DictionaryEntries, Entry, GlossaryStore, build_glossary_store
 from peakgate.jobs.config import JobsConfig
+from peakgate.jobs.model import Job
 from peakgate.jobs.runner import JobRunner
 from peakgate.jobs.store import SqliteJobStore
 from peakgate.observe.metrics import Metrics
@@ -30,9 +34,9 @@ BEARER = {"Authorization": f"Bearer {GOOD_KEY}"}
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 
 
-async def upper(segments: Sequence[str], source: str | None, target: str, tenant: str) -> list[str]:
-    if target == "xx":
-        raise UnsupportedPair(f"no model translates {source} → {target}")
+async def upper(segments: Sequence[str], job: Job) -> list[str]:
+    if job.target == "xx":
+        raise UnsupportedPair(f"no model translates {job.source} → {job.target}")
     return [s.upper() for s in segments]
 
 
@@ -46,6 +50,7 @@ class FakeDocService:
     refuse: PeakgateError | None = None  # what check_job raises
     checked: list[tuple[tuple[str, ...], str | None, str, str]] = field(default_factory=list)
     billed: int = 0
+    glossaries: GlossaryStore = field(default_factory=lambda: build_glossary_store("memory"))
 
     def __post_init__(self) -> None:
         self.job_runner = JobRunner(self.jobs, upper, FakeClock(), config=self.jobs_config)
@@ -65,6 +70,9 @@ class FakeDocService:
         if key not in tenants:
             raise Unauthorized("invalid API key")
         return Principal(key=key, tenant=tenants[key], priority="interactive")
+
+    def languages(self) -> list[Language]:
+        return [Language("en", "English", ("es", "xx")), Language("es", "Spanish", ("en",))]
 
     def run_jobs(self) -> None:
         async def drain() -> None:
@@ -150,7 +158,16 @@ def test_keys_ids_and_tenants(http: TestClient) -> None:
 
 
 @pytest.mark.parametrize(("upload", "fields", "status", "fragment"), [
-    (("scan.pdf", b"%PDF"), {}, 400, "unsupported document format"),
+    (("scan.pdf", b"%PDF"), {}, 400, "Invalid file data."),  # DeepL's words for a format it cannot tell
+    (("a.txt", b"x"), {"source_lang": "ES", "target_lang": "ES"}, 400, "Source and target language are equal."),
+    (("a.txt", b"x"), {"source_lang": "EN", "target_lang": "EN-US"}, 400, "Source and target language are equal."),
+    (("a.txt", b"x"), {"target_lang": "DE"}, 400, "Value for 'target_lang' not supported."),
+    (("a.txt", b"x"), {"source_lang": "JA"}, 400, "Value for 'source_lang' not supported."),
+    (("a.txt", b"x"), {"formality": "more"}, 400, "'formality' is not supported for given 'target_lang'."),
+    (("a.txt", b"x"), {"formality": "very"}, 400, "Value for 'formality' not supported."),
+    (("a.txt", b"x"), {"glossary_id": "g"}, 400, "requires the source_lang"),
+    (("a.txt", b"x"), {"glossary_id": "g", "source_lang": "EN"}, 404, "not found"),
+    (("a.txt", b"x"), {"glossary_ids": "g,h", "source_lang": "EN"}, 400, "one glossary"),
     (("bad.docx", b"not a zip"), {}, 400, "not a readable .docx"),
     (("latin.txt", b"caf\xe9"), {}, 400, "not valid UTF-8"),
     (("a.txt", b"x"), {"output_format": "docx"}, 400, "cannot convert txt to docx"),
@@ -286,3 +303,27 @@ def test_deeply_nested_job_json_is_a_400(http: TestClient) -> None:
     status = http.post("/v2/document/any", content=b'{"x": ' + b"[" * 10_000 + b"]" * 10_000 + b"}",
                        headers={**AUTH, "Content-Type": "application/json"})
     assert status.status_code == 400 and status.json()["message"] == "request body is nested too deeply"
+
+
+def test_ids_and_keys_have_deepls_shape(http: TestClient) -> None:
+    handle = _upload(http, "a.txt", b"x")
+    assert re.fullmatch(r"[0-9A-F]{32}", handle["document_id"])
+    assert re.fullmatch(r"[0-9A-F]{64}", handle["document_key"])
+    assert handle["document_id"] != _upload(http, "a.txt", b"x")["document_id"]
+
+
+def test_a_glossary_travels_with_the_job(http: TestClient, service: FakeDocService) -> None:
+    made = service.glossaries.create("test", "G", [DictionaryEntries("en", "es", [Entry("file", "archivo")])])
+    reply = http.post("/v2/document", files={"file": ("a.txt", b"the file")}, headers=AUTH,
+                      data={"target_lang": "ES", "source_lang": "EN", "glossary_id": made.glossary_id,
+                            "formality": "prefer_less"})
+    assert reply.status_code == 200, reply.text
+    job = service.jobs.get(reply.json()["document_id"])
+    assert job is not None and (job.source, job.target, job.glossary_id) == ("en", "es", made.glossary_id)
+    wrong_pair = http.post("/v2/document", files={"file": ("a.txt", b"x")}, headers=AUTH,
+                           data={"target_lang": "EN-GB", "source_lang": "ES", "glossary_id": made.glossary_id})
+    assert (wrong_pair.status_code, wrong_pair.json()["message"]) == (
+        400, f"glossary {made.glossary_id!r} has no es→en dictionary")
+    theirs = http.post("/v2/document", files={"file": ("a.txt", b"x")}, headers=OTHER,
+                       data={"target_lang": "ES", "source_lang": "EN", "glossary_id": made.glossary_id})
+    assert theirs.status_code == 404  # another tenant's glossary is as good as absent

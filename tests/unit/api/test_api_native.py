@@ -151,7 +151,7 @@ def test_metrics_count_requests_by_route_tier_and_status() -> None:
 def test_unknown_path_and_wrong_method_answer_json() -> None:
     http = client(FakeService())
     assert http.get("/v1/nothing").json() == {"error": {"code": "not_found", "message": "Not Found"}}
-    reply = http.get("/v1/translate")
+    reply = http.put("/v1/translate")
     assert reply.status_code == 405
     assert reply.json()["error"]["code"] == "method_not_allowed"
     assert "POST" in reply.headers["allow"]

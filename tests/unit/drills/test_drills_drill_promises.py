@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from peakgate.drills import drill_promises as dp
+from peakgate.drills.faults import FaultEvent
 from peakgate.drills.records import Record
 
 
@@ -38,3 +39,30 @@ def test_recovery_bound() -> None:
     assert dp.recovered(8, 4, 10).passed
     assert not dp.recovered(30, 4, 10).passed
     assert not dp.recovered(None, 4, 10).passed
+
+
+def test_recovery_is_the_first_window_served_again_after_the_fault() -> None:
+    slow = [_rec(i, 10 + i * 0.1, 200, latency_s=5.0) for i in range(20)]  # 10-12 s: answered past the deadline
+    shed = [_rec(100 + i, 12 + i * 0.1, 503, retry_after=True) for i in range(20)]  # 12-14 s: refused
+    fine = [_rec(200 + i, 14 + i * 0.1, 200, latency_s=0.1) for i in range(20)]  # 14-16 s: served
+    records = slow + shed + fine
+    assert dp.recovery_at(records, 10.0, deadline_s=3.0) == 14.0
+    assert dp.recovery_at(records, 10.0, deadline_s=6.0) == 10.0  # slow answers within a looser deadline count
+    assert dp.recovery_at(slow + shed, 10.0, deadline_s=3.0) is None
+    assert dp.recovery_at(records, 17.0, deadline_s=3.0) is None  # nothing arrived after
+
+
+def _event(fault: str, target: int | None, replaced_after_s: float | None = None) -> FaultEvent:
+    kind = "kill-pipeline" if fault.startswith("kill") else "stall-pipeline"
+    return FaultEvent(fault, kind, 5.0, 5.0, target, None if replaced_after_s is None else 99, replaced_after_s,
+                      "outcome")
+
+
+def test_fault_promises() -> None:
+    assert dp.faults_injected([_event("kill-pipeline@5s", 11)]).passed
+    missed = dp.faults_injected([_event("kill-pipeline@5s", 11), _event("stall-pipeline@5s:1s", None)])
+    assert not missed.passed and "stall-pipeline@5s:1s" in missed.detail
+    assert dp.killed_pipelines_replaced([_event("kill-pipeline@5s", 11, 0.5)], 10.0).passed
+    assert not dp.killed_pipelines_replaced([_event("kill-pipeline@5s", 11, 12.0)], 10.0).passed
+    assert not dp.killed_pipelines_replaced([_event("kill-pipeline@5s", 11)], 10.0).passed  # never replaced
+    assert dp.killed_pipelines_replaced([_event("stall-pipeline@5s:1s", 11)], 10.0).passed  # no kill to check

@@ -1,6 +1,6 @@
 import random
 
-from peakgate.drills.soak_analysis import Sample, analyse, fit_line
+from peakgate.drills.soak_analysis import Sample, SoakThresholds, analyse, fit_line
 
 MB = 1024 * 1024
 
@@ -46,3 +46,10 @@ def test_fd_leak_fails() -> None:
     samples = [Sample(i * 5.0, 200 * MB, 40 + i) for i in range(60)]
     out = analyse(samples)
     assert out["verdict"] == "FAIL"
+
+
+def test_a_span_shorter_than_the_minimum_is_inconclusive_even_with_clear_growth() -> None:
+    samples = _series(60, 5, 100.0, noise_mb=0.5)  # FAIL on its own (see above); 4 min after warm-up
+    out = analyse(samples, SoakThresholds(min_span_s=600))
+    assert out["verdict"] == "INCONCLUSIVE" and out["span_s"] == 235.0
+    assert analyse(samples, SoakThresholds(min_span_s=200))["verdict"] == "FAIL"

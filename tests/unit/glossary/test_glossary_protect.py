@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from peakgate.glossary import (
+    DictionaryEntries,
     Entry,
     GlossaryMismatch,
     GlossaryNotFound,
@@ -68,7 +69,7 @@ def test_lost_term_is_appended_not_dropped() -> None:
 
 def test_resolver_checks_pair_ownership_and_caches_matchers() -> None:
     store = build_glossary_store("memory")
-    made = store.create("acme", "G", "en", "es", GLOSSARY)
+    made = store.create("acme", "G", [DictionaryEntries("en", "es", GLOSSARY)])
     resolver = GlossaryResolver(store, cache_size=1)
     first = resolver.matcher("acme", made.glossary_id, "en", "es")
     assert resolver.matcher("acme", made.glossary_id, "en", "es") is first
@@ -79,9 +80,14 @@ def test_resolver_checks_pair_ownership_and_caches_matchers() -> None:
         resolver.matcher("acme", made.glossary_id, "en", "fr")
     with pytest.raises(GlossaryNotFound):
         resolver.matcher("other", made.glossary_id, "en", "es")
-    other = store.create("acme", "H", "en", "es", GLOSSARY[:1])
+    other = store.create("acme", "H", [DictionaryEntries("en", "es", GLOSSARY[:1])])
     resolver.matcher("acme", other.glossary_id, "en", "es")  # evicts the first (a cache of one)
     assert resolver.matcher("acme", made.glossary_id, "en", "es") is not first
+    again = resolver.matcher("acme", made.glossary_id, "en", "es")
+    store.put_dictionary("acme", made.glossary_id, DictionaryEntries("en", "es", [Entry("file", "archivo")]))
+    edited = resolver.matcher("acme", made.glossary_id, "en", "es")
+    assert edited is not again  # a new revision compiles afresh: an edit applies at once
+    assert edited.protect("file").text == "[P1]" and edited.protect("server").text == "server"
     store.delete("acme", made.glossary_id)
     with pytest.raises(GlossaryNotFound):  # a cached matcher never outlives its glossary
         resolver.matcher("acme", made.glossary_id, "en", "es")

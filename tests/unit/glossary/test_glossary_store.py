@@ -12,6 +12,9 @@ import pytest
 from peakgate.atrest import Sealer
 from peakgate.errors import BadRequest, ConfigError, NotFound
 from peakgate.glossary import (
+    Dictionary,
+    DictionaryEntries,
+    DictionaryNotFound,
     Entry,
     GlossaryNotFound,
     GlossaryStore,
@@ -24,6 +27,10 @@ from peakgate.glossary import (
 
 ENTRIES = (Entry("server", "servidor central"), Entry("account", "cuenta de usuario"))
 T0 = datetime(2026, 12, 4, 3, 4, 5, 123456, tzinfo=UTC)
+
+
+def _en_es(entries: tuple[Entry, ...] | list[Entry]) -> list[DictionaryEntries]:
+    return [DictionaryEntries("en", "es", entries)]
 
 
 class Wall:
@@ -52,17 +59,18 @@ def store(request: pytest.FixtureRequest, tmp_path: Path, wall: Wall) -> Glossar
 
 
 def test_create_get_list_entries_delete(store: GlossaryStore, wall: Wall) -> None:
-    first = store.create("acme", " Ops ", "en", "es", ENTRIES)
+    first = store.create("acme", " Ops ", _en_es(ENTRIES))
     wall.tick(1.5)
-    second = store.create("acme", "More", "en", "es", ENTRIES[:1])
+    second = store.create("acme", "More", _en_es(ENTRIES[:1]))
     assert str(uuid.UUID(first.glossary_id, version=4)) == first.glossary_id
-    assert (first.name, first.source_lang, first.target_lang, first.entry_count, first.ready) == (
-        "Ops", "en", "es", 2, True)
+    assert (first.name, first.ready, first.single) == ("Ops", True, first.dictionaries[0])
+    assert (first.dictionaries[0].source_lang, first.dictionaries[0].target_lang,
+            first.dictionaries[0].entry_count) == ("en", "es", 2)
     assert first.creation_time == "2026-12-04T03:04:05.123Z"
     assert second.creation_time == "2026-12-04T03:04:06.623Z"
     assert store.get("acme", first.glossary_id) == first
     assert store.glossaries("acme") == [first, second]
-    assert store.entries("acme", first.glossary_id) == ENTRIES
+    assert store.entries("acme", first.glossary_id, "en", "es") == ENTRIES
     store.delete("acme", first.glossary_id)
     assert store.glossaries("acme") == [second]
     with pytest.raises(GlossaryNotFound):
@@ -70,17 +78,18 @@ def test_create_get_list_entries_delete(store: GlossaryStore, wall: Wall) -> Non
 
 
 def test_a_tenant_sees_only_its_own_glossaries(store: GlossaryStore) -> None:
-    mine = store.create("acme", "Mine", "en", "es", ENTRIES)
+    mine = store.create("acme", "Mine", _en_es(ENTRIES))
     assert store.glossaries("other") == []
-    for call in (store.get, store.entries, store.delete):
+    for call in (store.get, store.delete, lambda t, g: store.entries(t, g, "en", "es"),
+                 lambda t, g: store.rename(t, g, "Theirs"), lambda t, g: store.delete_dictionary(t, g, "en", "es")):
         with pytest.raises(NotFound, match="not found"):
             call("other", mine.glossary_id)
-    assert store.entries("acme", mine.glossary_id) == ENTRIES  # the failed delete did nothing
+    assert store.entries("acme", mine.glossary_id, "en", "es") == ENTRIES  # the failed delete did nothing
 
 
 def test_unknown_id_is_not_found(store: GlossaryStore) -> None:
     with pytest.raises(GlossaryNotFound):
-        store.entries("acme", "no-such-id")
+        store.entries("acme", "no-such-id", "en", "es")
     with pytest.raises(GlossaryNotFound):
         store.delete("acme", "no-such-id")
 
@@ -88,41 +97,41 @@ def test_unknown_id_is_not_found(store: GlossaryStore) -> None:
 def test_a_failed_create_writes_nothing(store: GlossaryStore) -> None:
     # Duplicates that slipped past parsing are refused before anything is written.
     with pytest.raises(InvalidEntries):
-        store.create("acme", "Broken", "en", "es", [Entry("a", "1"), Entry("b", "2"), Entry("a", "3")])
+        store.create("acme", "Broken", _en_es([Entry("a", "1"), Entry("b", "2"), Entry("a", "3")]))
     assert store.glossaries("acme") == []
 
 
 @pytest.mark.parametrize(("name", "entries"), [("", ENTRIES), ("   ", ENTRIES), ("x" * 1025, ENTRIES), ("ok", ())])
 def test_create_refuses_empty_or_oversized_input(store: GlossaryStore, name: str, entries: tuple[Entry, ...]) -> None:
     with pytest.raises(BadRequest):
-        store.create("acme", name, "en", "es", entries)
+        store.create("acme", name, _en_es(entries))
     assert store.glossaries("acme") == []
 
 
 def test_glossary_count_is_capped_per_tenant(tmp_path: Path) -> None:
     store = SqliteGlossaryStore(str(tmp_path / "g.sqlite3"), max_glossaries=1)
-    store.create("acme", "One", "en", "es", ENTRIES)
+    store.create("acme", "One", _en_es(ENTRIES))
     with pytest.raises(TooManyGlossaries):
-        store.create("acme", "Two", "en", "es", ENTRIES)
-    store.create("other", "One", "en", "es", ENTRIES)  # the cap is per tenant
+        store.create("acme", "Two", _en_es(ENTRIES))
+    store.create("other", "One", _en_es(ENTRIES))  # the cap is per tenant
     assert len(store.glossaries("acme")) == 1
 
 
 def test_sqlite_file_persists_and_cascades_entries(tmp_path: Path, wall: Wall) -> None:
     path = tmp_path / "g.sqlite3"
     sealer = Sealer.ephemeral()  # the reopened store needs the same key
-    made = build_glossary_store("sqlite", path, wall=wall, sealer=sealer).create("acme", "Kept", "en", "es", ENTRIES)
+    made = build_glossary_store("sqlite", path, wall=wall, sealer=sealer).create("acme", "Kept", _en_es(ENTRIES))
     reopened = build_glossary_store("sqlite", path, sealer=sealer)
-    assert reopened.entries("acme", made.glossary_id) == ENTRIES
+    assert reopened.entries("acme", made.glossary_id, "en", "es") == ENTRIES
     reopened.delete("acme", made.glossary_id)
     with sqlite3.connect(path) as conn:
-        assert conn.execute("SELECT count(*) FROM entries").fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM dictionary_entries").fetchone() == (0,)
     conn.close()
 
 
 def test_memory_stores_are_separate() -> None:
     a, b = build_glossary_store("memory"), build_glossary_store("memory")
-    a.create("acme", "A", "en", "es", ENTRIES)
+    a.create("acme", "A", _en_es(ENTRIES))
     assert b.glossaries("acme") == []
     a.close()
     b.close()
@@ -142,12 +151,12 @@ def test_names_and_terms_are_sealed_at_rest(tmp_path: Path) -> None:
     path = tmp_path / "g.sqlite3"
     sealer = Sealer.ephemeral()
     store = build_glossary_store("sqlite", path, sealer=sealer)
-    made = store.create("acme", "Contacts of alice@example.com", "en", "es",
-                        [Entry("alice@example.com", "+1 415 555 0100")])
+    made = store.create("acme", "Contacts of alice@example.com",
+                        _en_es([Entry("alice@example.com", "+1 415 555 0100")]))
     raw = b"".join(p.read_bytes() for p in tmp_path.iterdir())
     assert b"alice" not in raw and b"415 555" not in raw
     assert store.get("acme", made.glossary_id).name == "Contacts of alice@example.com"
-    assert store.entries("acme", made.glossary_id) == (Entry("alice@example.com", "+1 415 555 0100"),)
+    assert store.entries("acme", made.glossary_id, "en", "es") == (Entry("alice@example.com", "+1 415 555 0100"),)
 
 
 def test_rows_an_older_release_wrote_in_the_clear_are_sealed_on_open(tmp_path: Path) -> None:
@@ -166,6 +175,70 @@ def test_rows_an_older_release_wrote_in_the_clear_are_sealed_on_open(tmp_path: P
     conn.close()
     store = build_glossary_store("sqlite", path)
     assert store.get("acme", "g1").name == "Old alice"
-    assert store.entries("acme", "g1") == (Entry("alice@example.com", "Alicia"),)
+    assert store.entries("acme", "g1", "en", "es") == (Entry("alice@example.com", "Alicia"),)
+    assert store.get("acme", "g1").dictionaries == (Dictionary("en", "es", 1, 0),)  # migrated to one dictionary
     store.close()
     assert b"alice" not in path.read_bytes()  # nor in a freed page
+
+
+def test_dictionaries_per_pair_put_merge_and_delete(store: GlossaryStore) -> None:
+    made = store.create("acme", "Multi", [DictionaryEntries("en", "es", ENTRIES),
+                                         DictionaryEntries("en", "fr", [Entry("server", "serveur")])])
+    assert [(d.source_lang, d.target_lang, d.entry_count) for d in made.dictionaries] == [
+        ("en", "es", 2), ("en", "fr", 1)]
+    assert made.single is None
+    before = made.dictionary("en", "es")
+    assert before is not None
+    merged = store.put_dictionary("acme", made.glossary_id, DictionaryEntries(
+        "en", "es", [Entry("account", "cuenta"), Entry("file", "archivo")]), merge=True)
+    assert store.entries("acme", made.glossary_id, "en", "es") == (
+        Entry("server", "servidor central"), Entry("account", "cuenta"), Entry("file", "archivo"))
+    assert merged.entry_count == 3 and merged.revision != before.revision  # a new revision: caches recompile
+    store.put_dictionary("acme", made.glossary_id, DictionaryEntries("en", "fr", [Entry("file", "fichier")]))
+    assert store.entries("acme", made.glossary_id, "en", "fr") == (Entry("file", "fichier"),)  # replaced
+    store.delete_dictionary("acme", made.glossary_id, "en", "fr")
+    with pytest.raises(DictionaryNotFound):
+        store.entries("acme", made.glossary_id, "en", "fr")
+    with pytest.raises(DictionaryNotFound):
+        store.delete_dictionary("acme", made.glossary_id, "en", "fr")
+    assert store.rename("acme", made.glossary_id, " Renamed ").name == "Renamed"
+    assert [d.target_lang for d in store.get("acme", made.glossary_id).dictionaries] == ["es"]
+
+
+def test_create_refuses_no_dictionary_or_a_repeated_pair(store: GlossaryStore) -> None:
+    with pytest.raises(BadRequest, match="at least one dictionary"):
+        store.create("acme", "None", [])
+    with pytest.raises(BadRequest, match="one dictionary per language pair"):
+        store.create("acme", "Twice", [*_en_es(ENTRIES), *_en_es(ENTRIES)])
+    assert store.glossaries("acme") == []
+
+
+def test_a_sealed_single_pair_database_keeps_its_glossaries_as_one_dictionary_each(tmp_path: Path) -> None:
+    path, sealer = tmp_path / "g.sqlite3", Sealer.ephemeral()
+    with sqlite3.connect(path) as conn:  # the previous release's last layout: sealed, user_version 1
+        conn.executescript("""
+            CREATE TABLE glossaries (id TEXT PRIMARY KEY, tenant TEXT NOT NULL, name TEXT NOT NULL,
+                source_lang TEXT NOT NULL, target_lang TEXT NOT NULL, creation_time TEXT NOT NULL,
+                entry_count INTEGER NOT NULL);
+            CREATE INDEX glossaries_by_tenant ON glossaries (tenant, creation_time);
+            CREATE TABLE entries (glossary_id TEXT NOT NULL REFERENCES glossaries (id) ON DELETE CASCADE,
+                position INTEGER NOT NULL, source BLOB NOT NULL, target BLOB NOT NULL,
+                PRIMARY KEY (glossary_id, position));
+            PRAGMA user_version = 1;
+        """)
+        conn.execute("INSERT INTO glossaries VALUES ('g1', 'acme', ?, 'en', 'es', '2026-01-01T00:00:00.000Z', 2)",
+                     (sealer.seal_text("Ops", b"g1"),))
+        conn.executemany("INSERT INTO entries VALUES ('g1', ?, ?, ?)",
+                         [(i, sealer.seal_text(e.source, b"g1"), sealer.seal_text(e.target, b"g1"))
+                          for i, e in enumerate(ENTRIES)])
+    conn.close()
+    store = build_glossary_store("sqlite", path, sealer=sealer)
+    assert store.get("acme", "g1").name == "Ops"
+    assert store.entries("acme", "g1", "en", "es") == ENTRIES
+    store.create("acme", "New", _en_es(ENTRIES))  # the new layout takes writes
+    reopened = build_glossary_store("sqlite", path, sealer=sealer)  # and opening again changes nothing
+    assert [g.name for g in reopened.glossaries("acme")] == ["Ops", "New"]
+    with sqlite3.connect(path) as conn:
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    conn.close()
+    assert tables == {"glossaries", "dictionaries", "dictionary_entries"}

@@ -12,7 +12,7 @@ from typing import TypeVar
 from peakgate.atrest import Sealer
 from peakgate.clock import FakeClock
 from peakgate.jobs.config import JobsConfig
-from peakgate.jobs.model import DeferralGate, NewJob
+from peakgate.jobs.model import DeferralGate, Job, NewJob
 from peakgate.jobs.runner import JobRunner
 from peakgate.jobs.store import SqliteJobStore
 from peakgate.observe.metrics import SERVING_ENDPOINT
@@ -91,7 +91,7 @@ async def _inline(call: Callable[[], T]) -> T:
     return call()
 
 
-async def _upper(segments: Sequence[str], source: str | None, target: str, tenant: str) -> list[str]:
+async def _upper(segments: Sequence[str], job: Job) -> list[str]:
     return [s.upper() for s in segments]
 
 
@@ -139,7 +139,7 @@ async def test_job_work_is_labelled_jobs_and_the_runner_closes_its_off_peak_sour
     store, clock, off_peak = SqliteJobStore(tmp_path / "jobs.db", sealer=Sealer.ephemeral()), FakeClock(), _Switch()
     endpoints: list[str] = []
 
-    async def translate(segments: Sequence[str], source: str | None, target: str, tenant: str) -> list[str]:
+    async def translate(segments: Sequence[str], job: Job) -> list[str]:
         endpoints.append(SERVING_ENDPOINT.get())
         return list(segments)
 

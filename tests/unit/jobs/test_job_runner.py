@@ -42,7 +42,7 @@ class FakeTranslate:
         self.calls: list[list[str]] = []
         self.gate: asyncio.Event | None = None  # when set, each call waits for it
 
-    async def __call__(self, segments: Sequence[str], source: str | None, target: str, tenant: str) -> list[str]:
+    async def __call__(self, segments: Sequence[str], job: Job) -> list[str]:
         self.calls.append(list(segments))
         if self.gate is not None:
             await self.gate.wait()
@@ -157,7 +157,7 @@ async def test_permanent_failure_marks_the_job_error(tmp_path: Path, error: Exce
 async def test_a_wrong_number_of_translations_fails_the_job(tmp_path: Path) -> None:
     store, clock = _store(tmp_path), FakeClock()
 
-    async def short(segments: Sequence[str], source: str | None, target: str, tenant: str) -> list[str]:
+    async def short(segments: Sequence[str], job: Job) -> list[str]:
         return ["x"]
 
     runner = JobRunner(store, short, clock, config=CONFIG, offload=inline)
@@ -210,10 +210,12 @@ async def test_via_pipeline_sends_batch_priority_for_the_tenant() -> None:
         return TranslateResult(tuple(Translation(s[::-1], "en", "m", "t") for s in request.segments), 0)
 
     translate = via_pipeline(service_translate)
-    assert await translate(["ab", "cd"], None, "es", "acme") == ["ba", "dc"]
+    job = Job("J", "K", "acme", "document", "translating", None, "es", "a.txt", "txt", 0, 2, 0, None, 0.0, 0.0,
+              glossary_id="g-1")
+    assert await translate(["ab", "cd"], job) == ["ba", "dc"]
     request, principal = seen[0]
-    assert (request.segments, request.source, request.target, request.priority) == (("ab", "cd"), None, "es",
-                                                                                      "batch")
+    assert (request.segments, request.source, request.target, request.priority, request.glossary_id) == (
+        ("ab", "cd"), None, "es", "batch", "g-1")  # the job's glossary applies to every chunk
     assert (principal.tenant, principal.priority) == ("acme", "batch")
 
 

@@ -1,0 +1,76 @@
+"""POST /v1/image's own answers, on the fake service: field checks, the sync cap, a missing engine, the ladder."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import httpx
+import pytest
+from PIL import Image
+from tests.unit.api.api_fakes import GOOD_KEY, FakeService, client
+
+from peakgate.config import Settings
+from peakgate.errors import Unavailable
+from peakgate.media.ocr import find_ocr
+from peakgate.media.settings import MediaConfig
+
+AUTH = {"Authorization": f"Bearer {GOOD_KEY}"}
+
+
+def _png(size: tuple[int, int] = (64, 32)) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", size, "white").save(out, "PNG")
+    return out.getvalue()
+
+
+def _post(service: FakeService, data: bytes, **fields: str) -> httpx.Response:
+    with client(service) as c:
+        return c.post("/v1/image", headers=AUTH, files={"file": ("a.png", data, "image/png")},
+                      data={"target": "es", **fields})
+
+
+def _service(**media: object) -> FakeService:
+    return FakeService(settings=Settings(media=MediaConfig.model_validate(media)))
+
+
+@pytest.mark.parametrize(("fields", "words"), [
+    ({"target": ""}, "missing `target`"),
+    ({"target": "de"}, "nothing translates into 'de'"),
+    ({"format": "gif"}, "`format` must be json or png"),
+    ({"overlay": "maybe"}, "`overlay` must be true or false"),
+])
+def test_bad_fields_are_a_400_before_any_ocr(fields: dict[str, str], words: str) -> None:
+    reply = _post(_service(), _png(), **fields)
+    assert reply.status_code == 400, reply.text
+    assert words in reply.json()["error"]["message"]
+
+
+def test_an_image_over_the_sync_cap_is_a_413_saying_so() -> None:
+    reply = _post(_service(image_sync_max_megapixels=0.001), _png((100, 100)))
+    assert reply.status_code == 413, reply.text
+    assert "async image jobs are not served yet" in reply.json()["error"]["message"]
+
+
+def test_without_ocr_data_images_answer_503_and_readiness_is_untouched(tmp_path: Path) -> None:
+    service = _service(tessdata_dir=str(tmp_path))
+    reply = _post(service, _png())
+    assert reply.status_code == 503, reply.text
+    assert "tesseract" in reply.json()["error"]["message"]
+    with client(service) as c:
+        assert c.get("/readyz").status_code == 200
+
+
+def test_the_degraded_ladder_drops_the_overlay_first() -> None:
+    try:
+        find_ocr(MediaConfig())
+    except Unavailable as exc:
+        pytest.skip(exc.message)
+    service = _service()
+    service.metrics.degradation_level.set(1)  # L1: the overlay's level
+    refused = _post(service, _png(), format="png")
+    assert refused.status_code == 503 and "Retry-After" in refused.headers
+    answered = _post(service, _png(), overlay="true")  # blank: OCR runs, finds no text, nothing is translated
+    assert answered.status_code == 200, answered.text
+    assert answered.json()["overlay_dropped"] is True and "overlay_png" not in answered.json()
+    assert answered.json()["blocks"] == [] and service.requests == []

@@ -18,10 +18,10 @@ class MediaConfig(BaseModel):
     # Files: refused (4xx) before any engine sees them.
     image_max_bytes: int = Field(default=20 * _MIB, gt=0)
     image_max_megapixels: float = Field(default=40.0, gt=0)  # read from the header, before any pixel is decoded
-    image_sync_max_megapixels: float = Field(default=4.0, gt=0)  # larger images run as an async job
+    image_sync_max_megapixels: float = Field(default=4.0, gt=0)  # larger images: 413 (async image jobs are not built yet)
     audio_max_bytes: int = Field(default=50 * _MIB, gt=0)
     audio_max_s: float = Field(default=600.0, gt=0)
-    audio_sync_max_s: float = Field(default=30.0, gt=0)  # longer audio runs as an async job
+    audio_sync_max_s: float = Field(default=30.0, gt=0)  # longer audio: 413 naming /v1/speech/stream (no async speech jobs yet)
     # Streaming speech (/v1/speech/stream): audio per socket, bytes per binary message, how much new audio earns
     # a re-recognised partial, and the longest utterance before it is cut (bounds each partial's re-decode).
     stream_max_s: float = Field(default=300.0, gt=0)

@@ -54,6 +54,7 @@ from bench._common import (
 )
 from peakgate.backends.base import DecodeOptions
 from peakgate.config import REPO_MODELS_DIR, ModelConfig
+from peakgate.resilience.degrade import int8_twins
 
 GATE_TOLERANCE_CHRF = 1.0
 MANIFEST = REPO_MODELS_DIR / "student-en-es.manifest.json"
@@ -310,13 +311,14 @@ async def measure_models(args: argparse.Namespace, configs: Sequence[ModelConfig
     return rows, apertium_out, failures
 
 
-def gate_all(rows: Sequence[QualityRow]) -> GateResult:
-    """The int8 >= fp32 - 1 chrF gate for each guard setting measured."""
-    results = [(g, gate(chrf_by_model(rows, guards=g))) for g in (False, True) if chrf_by_model(rows, guards=g)]
+def gate_all(rows: Sequence[QualityRow], students: Sequence[tuple[str, str]]) -> GateResult:
+    """The int8 >= fp32 - 1 chrF gate for each student's (int8, fp32) pair and each guard setting measured."""
+    results = [(g, int8, gate(chrf, int8=int8, fp32=fp32)) for g in (False, True)
+               if (chrf := chrf_by_model(rows, guards=g)) for int8, fp32 in students]
     if not results:
         return gate({})
-    lines = [f"guards {'on' if g else 'off'}: {line}" for g, r in results for line in r.lines]
-    return GateResult(all(r.passed for _, r in results), lines)
+    lines = [f"guards {'on' if g else 'off'}: {int8}: {line}" for g, int8, r in results for line in r.lines]
+    return GateResult(all(r.passed for _, _, r in results), lines)
 
 
 async def run(args: argparse.Namespace) -> int:
@@ -340,7 +342,9 @@ async def run(args: argparse.Namespace) -> int:
         print(f"UNAVAILABLE {failure}")
 
     cli = None if args.cli == "skip" else await check_cli(args, configs, apertium_out, dev.sources, dev.references)
-    result = gate_all(rows)
+    # Every student whose int8 and fp32 variants are both selected (int8_twins pairs them by name).
+    students = [(int8, fp32) for fp32, int8 in int8_twins(configs).items()] or [(INT8_MODEL, FP32_MODEL)]
+    result = gate_all(rows, students)
     print()
     for line in result.lines:
         print(f"  {line}")

@@ -297,6 +297,12 @@ def default_models() -> tuple[ModelConfig, ...]:
         ModelConfig(name="student-en-es-fp32", engine="ctranslate2", source="en", target="es",
                     precision="float32", path="student-en-es-fp32", compute_type="float32", inter_threads=2,
                     intra_threads=1, bulk_replicas=1),
+        ModelConfig(name="student-en-es-large-int8", engine="ctranslate2", source="en", target="es",
+                    precision="int8", path="student-en-es-large-int8", compute_type="int8", inter_threads=2,
+                    intra_threads=1, bulk_replicas=1),
+        ModelConfig(name="student-en-es-large-fp32", engine="ctranslate2", source="en", target="es",
+                    precision="float32", path="student-en-es-large-fp32", compute_type="float32", inter_threads=2,
+                    intra_threads=1, bulk_replicas=1),
     )
 
 

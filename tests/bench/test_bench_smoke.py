@@ -38,6 +38,18 @@ def test_gate_fails_when_a_student_is_missing_or_beams_do_not_overlap() -> None:
     assert not quality.gate({INT8_MODEL: {1: 60.0}, FP32_MODEL: {4: 50.0}}).passed
 
 
+def test_gate_all_checks_every_student_and_names_the_failing_one() -> None:
+    def row(model: str, chrf: float) -> quality.QualityRow:
+        return quality.QualityRow(model, "ctranslate2", "int8", 1, chrf, 20.0, 1.0, 10)
+
+    students = [(INT8_MODEL, FP32_MODEL), ("large-int8", "large-fp32")]
+    rows = [row(INT8_MODEL, 55.0), row(FP32_MODEL, 55.2), row("large-int8", 58.0), row("large-fp32", 60.0)]
+    result = quality.gate_all(rows, students)
+    assert not result.passed
+    assert [line.split(":")[1].strip() for line in result.lines if "FAIL" in line] == ["large-int8"]
+    assert quality.gate_all([*rows[:3], row("large-fp32", 58.5)], students).passed
+
+
 def test_render_table_aligns_columns() -> None:
     table = render_table(("model", "chrF"), [("a", 1.5), ("longer-name", 56.25)])
     lines = table.splitlines()

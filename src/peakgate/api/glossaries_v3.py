@@ -33,7 +33,9 @@ from peakgate.glossary.entries import to_tsv
 from peakgate.glossary.store import Dictionary, DictionaryEntries, Glossary
 
 
-class DictionaryIn(msgspec.Struct, kw_only=True):
+# Keyed so that PUT's body, one dictionary, may carry the legacy key field too; inside a create or patch
+# body the field is unused, like any unknown field.
+class DictionaryIn(Keyed, kw_only=True):
     source_lang: str
     target_lang: str
     entries: str
@@ -48,13 +50,6 @@ class CreateBody(Keyed, kw_only=True):
 class PatchBody(Keyed, kw_only=True):
     name: str | None = None
     dictionaries: list[DictionaryIn] = msgspec.field(default_factory=list)
-
-
-class PutBody(Keyed, kw_only=True):
-    source_lang: str
-    target_lang: str
-    entries: str
-    entries_format: str = "tsv"
 
 
 class PairQuery(Keyed, kw_only=True):
@@ -98,7 +93,7 @@ def _out(g: Glossary) -> GlossaryOut:
     return GlossaryOut(g.glossary_id, g.name, [_dictionary_out(d) for d in g.dictionaries], g.creation_time)
 
 
-def _parsed(service: GlossaryService, given: DictionaryIn | PutBody) -> DictionaryEntries:
+def _parsed(service: GlossaryService, given: DictionaryIn) -> DictionaryEntries:
     return parse_dictionary(service, given.source_lang, given.target_lang, given.entries, given.entries_format)
 
 
@@ -121,7 +116,7 @@ def _patch(service: GlossaryService, tenant: str, glossary_id: str, body: PatchB
     return store.get(tenant, glossary_id)
 
 
-def _put(service: GlossaryService, tenant: str, glossary_id: str, body: PutBody) -> Dictionary:
+def _put(service: GlossaryService, tenant: str, glossary_id: str, body: DictionaryIn) -> Dictionary:
     service.glossaries.get(tenant, glossary_id)  # a missing glossary is 404 before any entry is parsed
     return service.glossaries.put_dictionary(tenant, glossary_id, _parsed(service, body))
 
@@ -133,7 +128,7 @@ def _pair(query: PairQuery) -> tuple[str, str]:
 def glossary_v3_operations(service: GlossaryService) -> list[Operation]:
     create_parser = BodyParser(CreateBody, MAX_GLOSSARY_BODY_BYTES)
     patch_parser = BodyParser(PatchBody, MAX_GLOSSARY_BODY_BYTES)
-    put_parser = BodyParser(PutBody, MAX_GLOSSARY_BODY_BYTES)
+    put_parser = BodyParser(DictionaryIn, MAX_GLOSSARY_BODY_BYTES)
     keyed_parser = BodyParser(Keyed, 64 * 1024)
     pair_parser = BodyParser(PairQuery, 64 * 1024)
     store = service.glossaries
@@ -197,7 +192,7 @@ def glossary_v3_operations(service: GlossaryService) -> list[Operation]:
         Operation(one, ("DELETE",), delete, DEEPL, "DeepL v3 glossary delete", Keyed, produces=(), statuses=(204,),
                   auth=True),
         Operation(f"{one}/dictionaries", ("PUT",), put_dictionary, DEEPL, "DeepL v3 replace (or add) a dictionary",
-                  PutBody, DictionaryOut, auth=True),
+                  DictionaryIn, DictionaryOut, auth=True),
         Operation(f"{one}/dictionaries", ("DELETE",), delete_dictionary, DEEPL, "DeepL v3 delete a dictionary",
                   PairQuery, produces=(), statuses=(204,), auth=True),
         Operation(f"{one}/entries", ("GET",), entries, DEEPL, "DeepL v3 dictionary entries (TSV in JSON)",

@@ -18,12 +18,14 @@ from pathlib import Path
 from peakgate.clock import Clock, MonotonicClock
 from peakgate.drills import drill_promises as dp
 from peakgate.drills import session
+from peakgate.drills.args import positive_arg, seconds_arg
 from peakgate.drills.drill_record import DrillRecord, write_record
 from peakgate.drills.faults import FAULT_KINDS, Fault, FaultEvent, Injector, Targets, parse_fault, plan
 from peakgate.drills.profile import BUILTIN, SurgeProfile
 from peakgate.drills.records import RunResult
+from peakgate.drills.served import UPSTREAM_MODEL
 from peakgate.drills.summary import summarize
-from peakgate.drills.surge_cli import _positive, _seconds, prepare
+from peakgate.drills.surge_cli import prepare
 from peakgate.errors import ConfigError
 
 
@@ -33,12 +35,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "stall-pipeline@40s:5s, stop-redis@60s:5s; repeat for several")
     parser.add_argument("--profile", default="holiday-5x",
                         help=f"{' | '.join(BUILTIN)} | a TOML or JSON profile file (default holiday-5x)")
-    parser.add_argument("--duration", type=_seconds, help="arrival window (the profile's phases scaled to it)")
-    parser.add_argument("--baseline-rps", type=_positive, help="override the profile's baseline rate (req/s)")
+    parser.add_argument("--duration", type=seconds_arg, help="arrival window (the profile's phases scaled to it)")
+    parser.add_argument("--baseline-rps", type=positive_arg, help="override the profile's baseline rate (req/s)")
     parser.add_argument("--engine-match", default="eng-spa",
                         help="a pipeline to fault is a child whose command line contains this (default eng-spa, "
                         "the Apertium mode the surge's EN->ES traffic uses)")
-    parser.add_argument("--recovery-s", type=_positive, default=30.0,
+    parser.add_argument("--recovery-s", type=positive_arg, default=30.0,
                         help="promise: served again (and a killed pipeline replaced) within this long (default 30)")
     parser.add_argument("--out", type=Path, default=Path("docs/drills"), help="record folder (default docs/drills)")
     parser.add_argument("--workers", type=int, default=0,
@@ -84,6 +86,9 @@ def _check(args: argparse.Namespace) -> None:
                           "nobody is left to take its work over")
     if "stop-redis" in kinds and not (args.workers or args.redis_pid is not None):
         raise ConfigError("stop-redis needs a scale-out deployment: --workers N, or --redis-pid with --target")
+    if "fail-upstream" in kinds and (args.target is not None or args.config is not None or args.workers):
+        raise ConfigError("fail-upstream fails the drill's own upstream, which only the drill's own gateway uses: "
+                          "not with --target, --config or --workers")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +99,8 @@ class Outcome:
 
 async def _drill(args: argparse.Namespace, profile: SurgeProfile, faults: list[Fault], clock: Clock) -> Outcome:
     given = Targets(args.pid, tuple(args.worker_pid or ()), args.redis_pid) if args.pid is not None else None
-    async with session.gateway(args, clock, workers=args.workers, given=given) as gw:
+    upstream = any(f.kind == "fail-upstream" for f in faults)
+    async with session.gateway(args, clock, workers=args.workers, given=given, upstream=upstream) as gw:
         assert gw.targets is not None  # _check refused --target without --pid
         injector = Injector(gw.targets, clock, match=args.engine_match, watch_s=args.recovery_s)
         start = clock.now()
@@ -121,6 +127,7 @@ def evaluate(outcome: Outcome, profile: SurgeProfile, faults: list[Fault], recov
         dp.no_server_errors(records),
         dp.recovered(recovered_at, over_at, recovery_s),
         dp.after_p99_within(phases, profile.deadline_s),
+        *dp.upstream_promises(outcome.events, records, outcome.result.samples, UPSTREAM_MODEL),
     ]
     summary = summarize(outcome.result, profile)
     line, server = summary["timeline"], summary["timeline"]["server"]
@@ -130,6 +137,9 @@ def evaluate(outcome: Outcome, profile: SurgeProfile, faults: list[Fault], recov
             # Per second of arrival (every class) and per scrape: when the refusals came, against the faults.
             "per_second": {k: line[k] for k in ("t_s", "offered", "accepted", "shed", "errors")},
             "server": {k: server[k] for k in ("t_s", "degradation", "queue", "workers")}}
+    if any(f.kind == "fail-upstream" for f in faults):  # its breaker's state at each scrape, beside the others
+        load["server"]["upstream_breaker"] = [s.breakers.get(UPSTREAM_MODEL, dp.CLOSED)
+                                              for s in outcome.result.samples]
     scenario = "+".join(dict.fromkeys(f.kind for f in faults))
     return DrillRecord(scenario, outcome.result.started_at, fault_at, recovered_at, phases, promises,
                        outcome.events, machine, load, note)

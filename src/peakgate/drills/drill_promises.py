@@ -1,7 +1,8 @@
 """The promises a fault drill checks, from a surge's records: pure, so each is tested on hand-made records.
 
 A drill injects a fault at `fault_at_s` (seconds from the surge's start); records are split into the phases
-before / during / after it, and the promises are checked over all of them.
+before / during / after it, and the promises are checked over all of them. A `fail-upstream` fault adds two,
+one read from the gateway's own /metrics scrapes (its breaker for the upstream model).
 """
 
 from __future__ import annotations
@@ -10,8 +11,11 @@ from dataclasses import dataclass
 
 from peakgate.drills.faults import FaultEvent
 from peakgate.drills.records import DROPPED, Record
+from peakgate.drills.scrape import Sample
 
 SERVER_ERROR = 500
+CLOSED = "closed"
+SCRAPE_SLACK_S = 2.0  # the gateway is scraped once a second: a change shows up to a scrape (and its answer) late
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,3 +122,45 @@ def killed_pipelines_replaced(events: list[FaultEvent], within_s: float) -> Prom
     late = [e.fault for e in kills if e.replaced_after_s is None or e.replaced_after_s > within_s]
     detail = "; ".join(e.outcome for e in kills) or "no kill in this drill"
     return Promise(f"every killed pipeline replaced within {within_s:g} s", not late, detail)
+
+
+def upstream_promises(events: list[FaultEvent], records: list[Record], samples: list[Sample],
+                      model: str) -> list[Promise]:
+    """For each `fail-upstream` fault that hit: its window's requests answered, the upstream's breaker cycled."""
+    out = []
+    for event in events:
+        if event.kind == "fail-upstream" and event.target_pid is not None:
+            out += [answered_during(records, event.at_s, event.ended_s),
+                    breaker_cycled(samples, model, event.at_s, event.ended_s)]
+    return out
+
+
+def answered_during(records: list[Record], from_s: float, to_s: float) -> Promise:
+    """Arrivals while the upstream failed were served by the tier's fallbacks or refused with Retry-After."""
+    mine = [r for r in records if from_s <= r.at_s < to_s and r.status != DROPPED]
+    served = sum(r.accepted for r in mine)
+    refused = sum(r.shed and r.retry_after for r in mine)
+    failed = [r.index for r in mine if not r.accepted and not (r.shed and r.retry_after)]
+    detail = f"{len(mine)} arrivals: {served} served, {refused} refused with Retry-After, {len(failed)} failed"
+    return Promise("while the upstream failed: served by a fallback or refused with Retry-After",
+                   bool(mine) and not failed, detail + (f", e.g. #{failed[:5]}" if failed else ""))
+
+
+def breaker_cycled(samples: list[Sample], model: str, fault_at_s: float, over_at_s: float) -> Promise:
+    """`model`'s breaker opened during its fault and was closed again after it, by the gateway's /metrics."""
+    name = f"{model}'s breaker opened during the fault and closed after it"
+    before = [s.breaker_opens.get(model, 0.0) for s in samples if s.t_s < fault_at_s]
+    baseline = before[-1] if before else 0.0
+    opened = [s for s in samples if fault_at_s <= s.t_s <= over_at_s + SCRAPE_SLACK_S
+              and s.breaker_opens.get(model, 0.0) > baseline]
+    if not opened:
+        return Promise(name, False, "it never opened (no open transition in the scrapes)")
+    opens = max(s.breaker_opens[model] for s in opened) - baseline
+    closed = next((s for s in samples if s.t_s >= over_at_s and s.breakers.get(model, CLOSED) == CLOSED), None)
+    last = samples[-1]
+    seen = f"opened {opens:g} time(s) from {opened[0].t_s:.1f} s"
+    if closed is None or last.breakers.get(model, CLOSED) != CLOSED:
+        state = last.breakers.get(model, CLOSED)
+        return Promise(name, False, f"{seen}; still {state} at the last scrape ({last.t_s:.1f} s)")
+    return Promise(name, True, f"{seen}; closed again by {closed.t_s:.1f} s, "
+                   f"{closed.t_s - over_at_s:.1f} s after the fault ended")

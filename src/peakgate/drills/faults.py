@@ -7,10 +7,13 @@ Given on the command line as `KIND@AT[:FOR]`, times like `--duration`'s (`20`, `
 - `stall-pipeline@40s:5s`: SIGSTOP one pipeline for 5 s, then SIGCONT: an engine that goes slow.
 - `kill-worker@30s` (scale-out): SIGKILL one `peakgate worker`; the others must take over its work.
 - `stop-redis@60s:5s` (scale-out): SIGSTOP the queue's Redis for 5 s, then SIGCONT: Redis unreachable.
+- `fail-upstream@15s:15s`: the drill's own remote-LLM upstream (`drills.upstream`, SIGUSR1) answers HTTP 500 for
+  15 s, then serves again (SIGUSR2): a remote model going down and coming back.
 
-Only processes the drill was given are ever signalled: the workers and Redis by pid, and pipelines, which are
-direct children of the gateway or a worker that lead their own session (the engine starts each one so) and whose
-command line names the engine (`match`, e.g. the mode `eng-spa`); a pipeline is signalled as its process group.
+Only processes the drill was given are ever signalled: the workers, Redis and its own upstream by pid, and
+pipelines, which are direct children of the gateway or a worker that lead their own session (the engine starts
+each one so) and whose command line names the engine (`match`, e.g. the mode `eng-spa`); a pipeline is signalled
+as its process group.
 """
 
 from __future__ import annotations
@@ -26,13 +29,16 @@ from pathlib import Path
 from typing import Literal
 
 from peakgate.clock import Clock
+from peakgate.drills.args import seconds_arg
 from peakgate.drills.soak_probe import children
-from peakgate.drills.surge_cli import _seconds
 from peakgate.errors import ConfigError
 
-FaultKind = Literal["kill-pipeline", "stall-pipeline", "kill-worker", "stop-redis"]
-FAULT_KINDS: tuple[FaultKind, ...] = ("kill-pipeline", "stall-pipeline", "kill-worker", "stop-redis")
-_LASTING = frozenset({"stall-pipeline", "stop-redis"})  # the rest are instant
+FaultKind = Literal["kill-pipeline", "stall-pipeline", "kill-worker", "stop-redis", "fail-upstream"]
+FAULT_KINDS: tuple[FaultKind, ...] = ("kill-pipeline", "stall-pipeline", "kill-worker", "stop-redis", "fail-upstream")
+# A lasting fault's signals at its start and its end; the rest are instant (SIGKILL).
+_LASTING: dict[str, tuple[int, int]] = {"stall-pipeline": (signal.SIGSTOP, signal.SIGCONT),
+                                        "stop-redis": (signal.SIGSTOP, signal.SIGCONT),
+                                        "fail-upstream": (signal.SIGUSR1, signal.SIGUSR2)}
 _WATCH_STEP_S = 0.2
 
 Send = Callable[[int, int, bool], None]  # (pid, signal, whole process group)
@@ -65,8 +71,8 @@ def parse_fault(text: str) -> Fault:
             f"fault {text!r}: expected KIND@AT[:FOR] with KIND one of {', '.join(FAULT_KINDS)}")
     at, colon, length = when.partition(":")
     try:
-        at_s = _seconds(at)
-        for_s = _seconds(length) if colon else 0.0
+        at_s = seconds_arg(at)
+        for_s = seconds_arg(length) if colon else 0.0
     except argparse.ArgumentTypeError as exc:
         raise argparse.ArgumentTypeError(f"fault {text!r}: {exc}") from exc
     if kind in _LASTING and not colon:
@@ -115,11 +121,13 @@ def pipelines(pid: int, match: str, proc: Path = Path("/proc")) -> list[int]:
 
 @dataclass(frozen=True, slots=True)
 class Targets:
-    """What a drill may signal: the gateway (never itself, only its pipelines), the workers, Redis."""
+    """What a drill may signal: the gateway (never itself, only its pipelines), the workers, Redis, and the
+    upstream the drill started itself."""
 
     gateway: int
     workers: tuple[int, ...] = ()
     redis: int | None = None
+    upstream: int | None = None
 
 
 class Injector:
@@ -147,6 +155,8 @@ class Injector:
         if kind == "kill-worker":
             alive = [w for w in self._targets.workers if (self._proc / str(w)).is_dir()]
             return (alive[0] if alive else None), "no live worker given"
+        if kind == "fail-upstream":
+            return self._targets.upstream, "no drill upstream (the drill starts one only with its own gateway)"
         return self._targets.redis, "no Redis given"
 
     async def _one(self, fault: Fault, start: float) -> FaultEvent:
@@ -158,7 +168,7 @@ class Injector:
         group = fault.kind in ("kill-pipeline", "stall-pipeline")
         before = self._pipelines()
         try:
-            self._send(victim, signal.SIGSTOP if fault.kind in _LASTING else signal.SIGKILL, group)
+            self._send(victim, _LASTING[fault.kind][0] if fault.kind in _LASTING else signal.SIGKILL, group)
         except ProcessLookupError:
             return FaultEvent(str(fault), fault.kind, at, at, victim, outcome=f"{victim} was already gone")
         if fault.kind in _LASTING:
@@ -184,7 +194,8 @@ class Injector:
             await self._clock.sleep(fault.for_s)
         finally:
             with contextlib.suppress(ProcessLookupError):  # however the drill ends, never leave it stopped
-                self._send(victim, signal.SIGCONT, group)
+                self._send(victim, _LASTING[fault.kind][1], group)
         ended = self._clock.now() - start
-        return FaultEvent(str(fault), fault.kind, at, ended, victim,
-                          outcome=f"stopped {victim} for {ended - at:.1f} s, then continued it")
+        outcome = (f"upstream {victim} answered HTTP 500 for {ended - at:.1f} s, then served again"
+                   if fault.kind == "fail-upstream" else f"stopped {victim} for {ended - at:.1f} s, then continued it")
+        return FaultEvent(str(fault), fault.kind, at, ended, victim, outcome=outcome)

@@ -19,7 +19,7 @@ _COLOURS = {"short": "tab:blue", "long": "tab:purple", "repeated": "tab:green", 
             "batch": "tab:brown"}
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")  # no display: the report is written on servers and in CI
@@ -37,25 +37,25 @@ def _phases(ax: Axes, summary: dict[str, Any]) -> None:
 
 
 def latency(summary: dict[str, Any], path: Path) -> None:
-    plt = _pyplot()
+    plt = pyplot()
     line = summary["timeline"]
     fig, ax = plt.subplots(figsize=_SIZE)
     _phases(ax, summary)
     for kind in KINDS:
         series = line["kinds"][kind]
-        ax.plot(line["t_s"], _nan(series["p99_s"]), color=_COLOURS[kind], linewidth=1.2, label=f"{kind} p99")
-        ax.plot(line["t_s"], _nan(series["p50_s"]), color=_COLOURS[kind], linewidth=0.8, linestyle=":")
+        ax.plot(line["t_s"], none_as_nan(series["p99_s"]), color=_COLOURS[kind], linewidth=1.2, label=f"{kind} p99")
+        ax.plot(line["t_s"], none_as_nan(series["p50_s"]), color=_COLOURS[kind], linewidth=0.8, linestyle=":")
     ax.axhline(summary["profile"]["deadline_s"], color="red", linewidth=0.8, linestyle="--", label="deadline")
     ax.set_yscale("log")
     ax.set_xlabel("arrival time (s); grey: hold at peak")
     ax.set_ylabel("latency of 2xx (s)")
     ax.set_title("Latency per kind (solid p99, dotted p50), by second of arrival")
     ax.legend(fontsize=7, ncol=3, loc="upper left")
-    _save(plt, fig, path)
+    save_figure(plt, fig, path)
 
 
 def throughput(summary: dict[str, Any], path: Path) -> None:
-    plt = _pyplot()
+    plt = pyplot()
     line = summary["timeline"]
     fig, (over_time, vs_load) = plt.subplots(1, 2, figsize=_SIZE, width_ratios=(2, 1))
     _phases(over_time, summary)
@@ -72,11 +72,11 @@ def throughput(summary: dict[str, Any], path: Path) -> None:
     vs_load.set_xlabel("offered per second")
     vs_load.set_ylabel("accepted per second")
     vs_load.set_title("Throughput vs offered load", fontsize=9)
-    _save(plt, fig, path)
+    save_figure(plt, fig, path)
 
 
 def server(summary: dict[str, Any], path: Path) -> None:
-    plt = _pyplot()
+    plt = pyplot()
     line, series = summary["timeline"], summary["timeline"]["server"]
     fig, axes = plt.subplots(4, 1, figsize=(_SIZE[0], 6.0), sharex=True)
     shed_rate = [s / o if o else None for s, o in zip(line["shed"], line["offered"], strict=True)]
@@ -88,12 +88,12 @@ def server(summary: dict[str, Any], path: Path) -> None:
     )
     for ax, xs, ys, label, colour in panels:
         _phases(ax, summary)
-        ax.plot(xs, _nan(ys), color=colour, linewidth=1.0, drawstyle="steps-post")
+        ax.plot(xs, none_as_nan(ys), color=colour, linewidth=1.0, drawstyle="steps-post")
         ax.set_ylabel(label, fontsize=8)
     workers = [w for w in series["workers"] if w is not None]
     if workers:
         twin = axes[3].twinx()
-        twin.plot(series["t_s"], _nan(series["workers"]), color="0.3", linewidth=0.8, linestyle="--")
+        twin.plot(series["t_s"], none_as_nan(series["workers"]), color="0.3", linewidth=0.8, linestyle="--")
         twin.set_ylabel("ready workers", fontsize=8)
     else:
         axes[3].text(0.99, 0.9, "workers: not exported (in-process gateway)", transform=axes[3].transAxes,
@@ -101,14 +101,14 @@ def server(summary: dict[str, Any], path: Path) -> None:
     axes[2].set_ylim(-0.2, 4.2)
     axes[-1].set_xlabel("time (s): arrivals for the shed rate, scrapes for the server's series")
     fig.suptitle("The target's side: shedding, reuse, degradation, queue", fontsize=10)
-    _save(plt, fig, path)
+    save_figure(plt, fig, path)
 
 
-def _nan(values: list[float | None]) -> list[float]:
+def none_as_nan(values: list[float | None]) -> list[float]:
     return [float("nan") if v is None else v for v in values]
 
 
-def _save(plt: Any, fig: Any, path: Path) -> None:
+def save_figure(plt: Any, fig: Any, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=_DPI)
     plt.close(fig)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from peakgate.clock import Clock
 from peakgate.drills import served, served_cluster
+from peakgate.drills.args import positive_arg
 from peakgate.drills.arrivals import schedule
 from peakgate.drills.faults import Targets
 from peakgate.drills.http import Origin, OriginClient
@@ -25,7 +26,6 @@ from peakgate.drills.mix import Planner
 from peakgate.drills.profile import SurgeProfile
 from peakgate.drills.records import RunResult
 from peakgate.drills.runner import Runner
-from peakgate.drills.surge_cli import _positive
 from peakgate.errors import ConfigError
 
 
@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pid", type=int, help="with --target: the gateway's process id (faults and process "
                         "figures need it; only it and its children are touched)")
     parser.add_argument("--seed", type=int, default=0, help="fixes arrivals, mix and texts (default 0)")
-    parser.add_argument("--drain-s", type=_positive, default=30.0,
+    parser.add_argument("--drain-s", type=positive_arg, default=30.0,
                         help="after the arrivals, at most this long for answers and job polls (default 30)")
     parser.add_argument("--max-outstanding", type=int, default=4000,
                         help="the generator's cap on unanswered requests (default 4000)")
@@ -62,10 +62,10 @@ class Gateway:
 
 
 @contextlib.asynccontextmanager
-async def gateway(args: argparse.Namespace, clock: Clock, *, workers: int = 0,
-                  given: Targets | None = None) -> AsyncIterator[Gateway]:
+async def gateway(args: argparse.Namespace, clock: Clock, *, workers: int = 0, given: Targets | None = None,
+                  upstream: bool = False) -> AsyncIterator[Gateway]:
     """The gateway at --target (its processes `given`, if known), or one started here (behind Redis and
-    `workers` workers when > 0)."""
+    `workers` workers when > 0; with `upstream`, in front of the drill's own upstream)."""
     if args.target is not None:
         yield Gateway(Origin.parse(args.target).url, given)
         return
@@ -74,12 +74,26 @@ async def gateway(args: argparse.Namespace, clock: Clock, *, workers: int = 0,
             async with served_cluster.cluster(workers, Path(tmp), clock) as up:
                 yield Gateway(up.url, Targets(up.gateway_pid, up.worker_pids, up.redis_pid))
             return
-        config = args.config or served.write_config(served.drill_config(Path(tmp) / "data"), Path(tmp) / "c.json")
-        proc = await served.start(config, clock, log=Path(tmp) / "serve.log")
+        async with _own_gateway(args.config, Path(tmp), clock, upstream) as own:
+            yield own
+
+
+@contextlib.asynccontextmanager
+async def _own_gateway(config: Path | None, tmp: Path, clock: Clock, upstream: bool) -> AsyncIterator[Gateway]:
+    """`peakgate serve` on `config`, or on the drill's default (with the drill's upstream first when asked)."""
+    remote = await served.start_upstream(clock, log=tmp / "upstream.log") if upstream else None
+    try:
+        if config is None:
+            data = served.drill_config(tmp / "data", remote.url if remote else None)
+            config = served.write_config(data, tmp / "c.json")
+        proc = await served.start(config, clock, log=tmp / "serve.log")
         try:
-            yield Gateway(proc.url, Targets(proc.pid))
+            yield Gateway(proc.url, Targets(proc.pid, upstream=remote.pid if remote else None))
         finally:
             await served.stop_process(proc.proc)
+    finally:
+        if remote is not None:
+            await served.stop_process(remote.proc)
 
 
 async def surge(url: str, profile: SurgeProfile, clock: Clock, args: argparse.Namespace) -> RunResult:

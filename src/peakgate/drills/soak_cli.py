@@ -20,6 +20,7 @@ from pathlib import Path
 
 from peakgate.clock import Clock, MonotonicClock
 from peakgate.drills import session, soak_report
+from peakgate.drills.args import positive_arg, seconds_arg
 from peakgate.drills.faults import Targets
 from peakgate.drills.http import Origin, OriginClient
 from peakgate.drills.profile import Phases, SurgeProfile
@@ -27,7 +28,6 @@ from peakgate.drills.records import RunResult
 from peakgate.drills.soak_analysis import Sample, SoakThresholds, analyse
 from peakgate.drills.soak_probe import parse_process_metrics, read_tree
 from peakgate.drills.summary import summarize
-from peakgate.drills.surge_cli import _positive, _seconds
 from peakgate.drills.wire import Call
 from peakgate.errors import PeakgateError
 
@@ -35,12 +35,12 @@ _METRICS = Call("GET", "/metrics", ())
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--duration", type=_seconds, default=600.0, help="how long the load runs (default 10m)")
-    parser.add_argument("--rps", type=_positive, default=10.0, help="the steady offered rate, req/s (default 10)")
-    parser.add_argument("--sample-s", type=_positive, default=5.0, help="seconds between samples (default 5)")
-    parser.add_argument("--horizon-h", type=_positive, default=8.0,
+    parser.add_argument("--duration", type=seconds_arg, default=600.0, help="how long the load runs (default 10m)")
+    parser.add_argument("--rps", type=positive_arg, default=10.0, help="the steady offered rate, req/s (default 10)")
+    parser.add_argument("--sample-s", type=positive_arg, default=5.0, help="seconds between samples (default 5)")
+    parser.add_argument("--horizon-h", type=positive_arg, default=8.0,
                         help="project the growth over this many hours for the verdict (default 8)")
-    parser.add_argument("--min-span-s", type=_positive, default=180.0,
+    parser.add_argument("--min-span-s", type=positive_arg, default=180.0,
                         help="a verdict needs the samples after warm-up to span this long, else INCONCLUSIVE "
                         "(default 180)")
     parser.add_argument("--out", type=Path, default=Path("docs/soak"), help="report folder (default docs/soak)")

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from peakgate.drills.plots import _nan, _pyplot, _save
+from peakgate.drills.plots import none_as_nan, pyplot, save_figure
 
 _MB = 1024 * 1024
 
@@ -78,12 +78,13 @@ def _rows(data: dict[str, Any], key: str) -> list[str]:
 
 
 def figure(data: dict[str, Any], path: Path) -> None:
-    plt = _pyplot()
+    plt = pyplot()
     points = data["points"]
     ts = [p["t_s"] for p in points]
     fig, (rss, fds, cpu) = plt.subplots(3, 1, figsize=(9.0, 6.0), sharex=True)
-    rss.plot(ts, _nan([_mb(p["rss_bytes"]) for p in points]), color="tab:blue", label="gateway")
-    rss.plot(ts, _nan([_mb(p["engine_rss_bytes"]) for p in points]), color="tab:orange", label="engines (children)")
+    rss.plot(ts, none_as_nan([_mb(p["rss_bytes"]) for p in points]), color="tab:blue", label="gateway")
+    rss.plot(ts, none_as_nan([_mb(p["engine_rss_bytes"]) for p in points]), color="tab:orange",
+             label="engines (children)")
     for key, colour in (("gateway", "tab:blue"), ("engines", "tab:orange")):
         fit = data[key].get("rss_mb")
         if fit and ts:
@@ -93,14 +94,14 @@ def figure(data: dict[str, Any], path: Path) -> None:
     rss.set_ylabel("RSS (MB)")
     rss.legend(fontsize=7, loc="upper left")
     rss.set_title(f"Soak at {data['rps']:g} req/s: memory (dashed: fitted slope), open files, CPU", fontsize=10)
-    fds.plot(ts, _nan([p["open_fds"] for p in points]), color="tab:blue", label="gateway")
-    fds.plot(ts, _nan([p["tree_fds"] for p in points]), color="tab:orange", label="gateway + children")
+    fds.plot(ts, none_as_nan([p["open_fds"] for p in points]), color="tab:blue", label="gateway")
+    fds.plot(ts, none_as_nan([p["tree_fds"] for p in points]), color="tab:orange", label="gateway + children")
     fds.set_ylabel("open fds")
     fds.legend(fontsize=7, loc="upper left")
-    cpu.plot(ts[1:], _nan(_cpu_percent(points)), color="tab:green")
+    cpu.plot(ts[1:], none_as_nan(_cpu_percent(points)), color="tab:green")
     cpu.set_ylabel("gateway CPU (%)")
     cpu.set_xlabel("time (s)")
-    _save(plt, fig, path)
+    save_figure(plt, fig, path)
 
 
 def _mb(value: float | None) -> float | None:

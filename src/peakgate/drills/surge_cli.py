@@ -21,6 +21,7 @@ from tqdm import tqdm
 
 from peakgate.clock import MonotonicClock
 from peakgate.drills import report
+from peakgate.drills.args import positive_arg, seconds_arg
 from peakgate.drills.arrivals import schedule
 from peakgate.drills.http import Origin, OriginClient
 from peakgate.drills.mix import Planned, Planner
@@ -30,38 +31,16 @@ from peakgate.drills.runner import Runner
 from peakgate.drills.summary import summarize
 
 
-def _seconds(text: str) -> float:
-    """'150', '150s' or '2.5m' as seconds."""
-    scale = 60.0 if text.endswith("m") else 1.0
-    try:
-        value = float(text.removesuffix("m").removesuffix("s")) * scale
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (try 150, 150s or 2.5m)") from exc
-    if not 0 < value <= 24 * 3600:
-        raise argparse.ArgumentTypeError(f"duration {text!r} must be more than 0 and at most a day")
-    return value
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from exc
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0: {text!r}")
-    return value
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", required=True, help="the deployment's base URL, e.g. http://127.0.0.1:8080; "
                         "nothing else is ever contacted")
     parser.add_argument("--profile", default="holiday-10x",
                         help=f"{' | '.join(BUILTIN)} | a TOML or JSON profile file (default holiday-10x)")
-    parser.add_argument("--duration", type=_seconds, help="arrival window (the profile's phases scaled to it)")
-    parser.add_argument("--baseline-rps", type=_positive, help="override the profile's baseline rate (req/s)")
+    parser.add_argument("--duration", type=seconds_arg, help="arrival window (the profile's phases scaled to it)")
+    parser.add_argument("--baseline-rps", type=positive_arg, help="override the profile's baseline rate (req/s)")
     parser.add_argument("--seed", type=int, default=0, help="fixes arrivals, mix and texts (default 0)")
     parser.add_argument("--out", type=Path, default=Path("surge-report"), help="report folder (default surge-report)")
-    parser.add_argument("--drain-s", type=_positive, default=30.0,
+    parser.add_argument("--drain-s", type=positive_arg, default=30.0,
                         help="after the window, at most this long for answers and job polls (default 30)")
     parser.add_argument("--max-outstanding", type=int, default=4000,
                         help="the generator's cap on unanswered requests; past it arrivals are counted as "

@@ -12,7 +12,7 @@ import json
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -114,12 +114,23 @@ def train_vocab(paths: BuildPaths, recipe: Recipe) -> Path:
     return model
 
 
-def _encode(spm_model: Path, recipe: Recipe, paths: BuildPaths) -> list[tuple[list[int], list[int]]]:
+def in_domain(paths: BuildPaths, recipe: Recipe) -> frozenset[str]:
+    """The English of the gettext catalogs the recipe trains on (no descriptions): the fine-tune stage's data."""
+    human, english, _sizes = _sources(paths, replace(recipe, descriptions=False), lambda _line: None)
+    return frozenset({*human, *english})
+
+
+def _encode(spm_model: Path, recipe: Recipe, paths: BuildPaths,
+            keep: frozenset[str] | None = None) -> list[tuple[list[int], list[int]]]:
+    """The training pairs as token ids; with `keep`, only those whose English is in it."""
     import sentencepiece as spm
 
     sp = spm.SentencePieceProcessor(model_file=str(spm_model))
     src, tgt, origin = ((paths.build_dir / f"train.{s}").read_text(encoding="utf-8").splitlines()
                         for s in ("en", "es", "origin"))
+    if keep is not None:
+        rows = [i for i, s in enumerate(src) if s in keep]
+        src, tgt, origin = ([column[i] for i in rows] for column in (src, tgt, origin))
     out = []
     for s_raw, t_raw, source in zip(sp.encode(src), sp.encode(tgt), origin, strict=True):
         s_ids, t_ids = [*s_raw, 0], [*t_raw, 0]  # 0 is </s>
@@ -161,6 +172,13 @@ def build(paths: BuildPaths, recipe: Recipe, log: Callable[[str], None] = print)
     with checkpoint.stop_on_signals() as stop:
         stats = train.train(pairs, pad + 1, pad, recipe, hf_dir, log=log,
                             checkpoint_dir=paths.build_dir / "checkpoint", stop=stop.is_set)
+        if recipe.finetune_steps:
+            domain = _encode(spm_model, recipe, paths, keep=in_domain(paths, recipe))
+            log(f"fine-tuning on {len(domain)} catalog pairs for {recipe.finetune_steps} steps")
+            stats["finetune"] = train.train(
+                domain, pad + 1, pad, train.finetune_recipe(recipe), hf_dir, log=log,
+                checkpoint_dir=paths.build_dir / "checkpoint-finetune", stop=stop.is_set,
+                init_from=paths.build_dir / "checkpoint")
     export_tokenizer(spm_model, hf_dir)
     converted = convert(hf_dir, paths.models_dir, paths.name)
     manifest = {"name": paths.name, "pair": "en-es", "engine": "ctranslate2", "data_sizes": sizes,

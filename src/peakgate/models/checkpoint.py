@@ -22,7 +22,8 @@ from typing import Any
 FILE = "checkpoint.pt"
 # Fields that shape the model or its optimisation: resuming under a recipe that changed one of these would
 # load weights into the wrong network or continue a different schedule. The budget fields may change.
-_RESUMABLE_CHANGES = frozenset({"train_minutes", "max_steps", "threads", "bf16_autocast"})
+_RESUMABLE_CHANGES = frozenset({"train_minutes", "max_steps", "threads", "bf16_autocast", "finetune_steps",
+                                "finetune_lr"})
 
 
 class TrainingInterrupted(Exception):
@@ -75,6 +76,17 @@ def load(directory: Path, parts: dict[str, Any], recipe: dict[str, Any], rng: ra
     rng.setstate(_as_rng_state(blob["rng"]))
     torch.set_rng_state(blob["torch_rng"])
     return Progress(**blob["progress"])
+
+
+def weights(directory: Path) -> dict[str, Any]:
+    """The model weights alone of the checkpoint in `directory`, to start another stage from."""
+    import torch
+
+    path = directory / FILE
+    if not path.exists():
+        raise FileNotFoundError(f"no checkpoint to start from in {directory}")
+    state: dict[str, Any] = torch.load(path, weights_only=True)["model"]
+    return state
 
 
 def _as_rng_state(state: Any) -> Any:

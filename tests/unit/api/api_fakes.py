@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TypeVar
 
 from starlette.testclient import TestClient
@@ -118,3 +119,25 @@ class FakeService:
 
 def client(service: FakeService) -> TestClient:
     return TestClient(create_app(service), raise_server_exceptions=False)
+
+
+GLOSSARY_KEYS = {"acme-key": "acme", "rival-key": "rival"}
+AUTH = {"Authorization": "DeepL-Auth-Key acme-key"}
+NOW = datetime(2026, 12, 4, 3, 4, 5, 678000, tzinfo=UTC)
+
+
+@dataclass
+class FakeGlossaryService:
+    """What the glossary endpoints need of a service: keys of two tenants, a store and the languages."""
+
+    glossaries: GlossaryStore
+    metrics: Metrics = field(default_factory=Metrics)
+    offered: tuple[Language, ...] = LANGUAGES
+
+    def authenticate(self, key: str | None) -> Principal:
+        if key in GLOSSARY_KEYS:
+            return Principal(key=key, tenant=GLOSSARY_KEYS[key], priority="interactive")
+        raise Unauthorized("invalid API key")
+
+    def languages(self) -> list[Language]:
+        return list(self.offered)

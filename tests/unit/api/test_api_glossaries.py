@@ -3,45 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 import deepl
 import msgspec
 import pytest
+from api_fakes import AUTH, NOW, FakeGlossaryService
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from bench._http import serve_in_thread
-from peakgate.api.contract import Language
 from peakgate.api.endpoint import to_route
 from peakgate.api.glossaries import glossary_operations
 from peakgate.api.openapi import openapi_document
-from peakgate.domain import Principal
-from peakgate.errors import Unauthorized
-from peakgate.glossary import GlossaryStore, build_glossary_store
-from peakgate.observe.metrics import Metrics
+from peakgate.glossary import build_glossary_store
 
-KEYS = {"acme-key": "acme", "rival-key": "rival"}
-AUTH = {"Authorization": "DeepL-Auth-Key acme-key"}
 RIVAL = {"Authorization": "DeepL-Auth-Key rival-key"}
-NOW = datetime(2026, 12, 4, 3, 4, 5, 678000, tzinfo=UTC)
 TSV_ENTRIES = "server\tservidor central\naccount\tcuenta de usuario"
-
-
-@dataclass
-class FakeGlossaryService:
-    glossaries: GlossaryStore
-    metrics: Metrics = field(default_factory=Metrics)
-
-    def authenticate(self, key: str | None) -> Principal:
-        if key in KEYS:
-            return Principal(key=key, tenant=KEYS[key], priority="interactive")
-        raise Unauthorized("invalid API key")
-
-    def languages(self) -> list[Language]:
-        return [Language("en", "English", ("es",)), Language("es", "Spanish", ("en",))]
 
 
 def _app(tmp_path: Path) -> Starlette:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 import deepl
 import pytest
+from api_fakes import AUTH, NOW, FakeGlossaryService
 from deepl.api_data import MultilingualGlossaryDictionaryEntries as Dict
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
@@ -18,32 +17,14 @@ from peakgate.api.contract import Language
 from peakgate.api.endpoint import to_route
 from peakgate.api.glossaries import glossary_operations
 from peakgate.api.glossaries_v3 import glossary_v3_operations
-from peakgate.domain import Principal
-from peakgate.errors import Unauthorized
-from peakgate.glossary import GlossaryStore, build_glossary_store
-from peakgate.observe.metrics import Metrics
+from peakgate.glossary import build_glossary_store
 
-KEYS = {"acme-key": "acme", "rival-key": "rival"}
-AUTH = {"Authorization": "DeepL-Auth-Key acme-key"}
-NOW = datetime(2026, 12, 4, 3, 4, 5, 678000, tzinfo=UTC)
-
-
-@dataclass
-class FakeGlossaryService:
-    glossaries: GlossaryStore
-    metrics: Metrics = field(default_factory=Metrics)
-
-    def authenticate(self, key: str | None) -> Principal:
-        if key in KEYS:
-            return Principal(key=key, tenant=KEYS[key], priority="interactive")
-        raise Unauthorized("invalid API key")
-
-    def languages(self) -> list[Language]:
-        return [Language("en", "English", ("es", "fr")), Language("es", "Spanish", ("en",))]
+LANGUAGES = (Language("en", "English", ("es", "fr")), Language("es", "Spanish", ("en",)))
 
 
 def _app(tmp_path: Path) -> Starlette:
-    service = FakeGlossaryService(build_glossary_store("sqlite", tmp_path / "glossaries.sqlite3", wall=lambda: NOW))
+    service = FakeGlossaryService(build_glossary_store("sqlite", tmp_path / "glossaries.sqlite3", wall=lambda: NOW),
+                                  offered=LANGUAGES)
     operations = [*glossary_operations(service), *glossary_v3_operations(service)]
     return Starlette(routes=[to_route(op, service.metrics) for op in operations])
 

@@ -20,7 +20,7 @@ MODELS_DIR = Path("/srv/models")
 
 def test_every_default_model_builds_unstarted() -> None:
     backends = [build_backend(m, MODELS_DIR) for m in default_models()]
-    assert [type(b) for b in backends] == [ApertiumBackend, ApertiumBackend, CTranslate2Backend, CTranslate2Backend]
+    assert [type(b) for b in backends] == [ApertiumBackend] * 2 + [CTranslate2Backend] * 4
     assert [b.name for b in backends] == [m.name for m in default_models()]
     assert all(b.health() is Health.DOWN for b in backends)
 

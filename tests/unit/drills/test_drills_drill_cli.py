@@ -44,6 +44,10 @@ def test_usage_errors_name_the_bad_argument(argv: list[str], says: str, capsys: 
     (["drill", "--fault", "kill-pipeline@5s", "--redis-pid", "1"], "go with --target"),
     (["drill", "--fault", "kill-pipeline@5s", "--workers", "2", "--config", "c.toml"], "not with --target"),
     (["drill", "--fault", "kill-pipeline@5s", "--workers", "99"], "between 0 and 8"),
+    (["drill", "--fault", "fail-upstream@5s:2s", "--target", "http://127.0.0.1:9", "--pid", "1"],
+     "fail-upstream fails the drill's own upstream"),
+    (["drill", "--fault", "fail-upstream@5s:2s", "--config", "c.toml"], "not with --target, --config"),
+    (["drill", "--fault", "fail-upstream@5s:2s", "--workers", "2"], "or --workers"),
 ])
 def test_config_errors_exit_2_before_anything_runs(argv: list[str], says: str, tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from peakgate.drills import drill_promises as dp
 from peakgate.drills.faults import FaultEvent
-from peakgate.drills.records import Record
+from peakgate.drills.records import DROPPED, Record
+from peakgate.drills.scrape import Sample
 
 
 def _rec(index: int, at_s: float, status: int, *, latency_s: float = 0.1, retry_after: bool = False,
@@ -66,3 +67,54 @@ def test_fault_promises() -> None:
     assert not dp.killed_pipelines_replaced([_event("kill-pipeline@5s", 11, 12.0)], 10.0).passed
     assert not dp.killed_pipelines_replaced([_event("kill-pipeline@5s", 11)], 10.0).passed  # never replaced
     assert dp.killed_pipelines_replaced([_event("stall-pipeline@5s:1s", 11)], 10.0).passed  # no kill to check
+
+
+UP = "upstream-en-es"
+
+
+def _scrape(t_s: float, state: str | None, opens: float) -> Sample:
+    return Sample(t_s, breakers={UP: state} if state else {}, breaker_opens={UP: opens} if opens else {})
+
+
+def test_breaker_that_opened_in_the_fault_and_closed_after_it_passes() -> None:
+    # Fault from 4 s to 9 s; the breaker had never moved before it, opened twice (a failed half-open probe).
+    samples = [_scrape(3, None, 0), _scrape(5, "open", 1), _scrape(8, "open", 2), _scrape(9.5, "open", 2),
+               _scrape(11, "closed", 2), _scrape(14, "closed", 2)]
+    promise = dp.breaker_cycled(samples, UP, 4.0, 9.0)
+    assert promise.passed, promise.detail
+    assert promise.detail == "opened 2 time(s) from 5.0 s; closed again by 11.0 s, 2.0 s after the fault ended"
+
+
+def test_breaker_that_never_opened_fails() -> None:
+    samples = [_scrape(3, None, 0), _scrape(6, None, 0), _scrape(12, None, 0)]
+    assert not dp.breaker_cycled(samples, UP, 4.0, 9.0).passed
+
+
+def test_opens_before_the_fault_do_not_count() -> None:
+    # It opened once at 1 s (something else) and was closed before and through the fault.
+    samples = [_scrape(1, "open", 1), _scrape(3, "closed", 1), _scrape(6, "closed", 1), _scrape(12, "closed", 1)]
+    assert "never opened" in dp.breaker_cycled(samples, UP, 4.0, 9.0).detail
+
+
+def test_breaker_still_open_at_the_end_fails() -> None:
+    samples = [_scrape(3, None, 0), _scrape(5, "open", 1), _scrape(11, "half_open", 1), _scrape(14, "open", 2)]
+    promise = dp.breaker_cycled(samples, UP, 4.0, 9.0)
+    assert not promise.passed and "still open at the last scrape (14.0 s)" in promise.detail
+
+
+def test_fault_window_requests_served_or_refused_with_retry_after() -> None:
+    ok = [_rec(0, 3, 500), _rec(1, 5, 200), _rec(2, 6, 503, retry_after=True), _rec(3, 7, DROPPED)]
+    promise = dp.answered_during(ok, 4.0, 9.0)
+    assert promise.passed and promise.detail == "2 arrivals: 1 served, 1 refused with Retry-After, 0 failed"
+    assert not dp.answered_during([*ok, _rec(4, 8, 503)], 4.0, 9.0).passed  # no Retry-After
+    assert not dp.answered_during([*ok, _rec(5, 8, 502)], 4.0, 9.0).passed
+    assert not dp.answered_during([_rec(0, 3, 200)], 4.0, 9.0).passed  # no arrival in the window proves nothing
+
+
+def test_upstream_promises_only_for_a_fail_upstream_fault_that_hit() -> None:
+    hit = FaultEvent("fail-upstream@4s:5s", "fail-upstream", 4.0, 9.0, 50)
+    missed = FaultEvent("fail-upstream@4s:5s", "fail-upstream", 4.0, 4.0, None)
+    kill = FaultEvent("kill-pipeline@2s", "kill-pipeline", 2.0, 2.0, 11)
+    records, samples = [_rec(1, 5, 200)], [_scrape(5, "open", 1), _scrape(10, "closed", 1)]
+    names = [p.name for p in dp.upstream_promises([kill, hit, missed], records, samples, UP)]
+    assert len(names) == 2 and "served by a fallback" in names[0] and UP in names[1]

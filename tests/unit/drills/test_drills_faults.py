@@ -27,6 +27,7 @@ MODE = b"bash\0-c\0lt-proc -z '/usr/share/apertium/apertium-eng-spa/eng-spa.auto
     ("stall-pipeline@40:5s", Fault("stall-pipeline", 40.0, 5.0)),
     ("kill-worker@30s", Fault("kill-worker", 30.0)),
     ("stop-redis@1m:5s", Fault("stop-redis", 60.0, 5.0)),
+    ("fail-upstream@10s:5s", Fault("fail-upstream", 10.0, 5.0)),
 ])
 def test_specs(text: str, fault: Fault) -> None:
     assert parse_fault(text) == fault
@@ -42,6 +43,9 @@ def test_specs(text: str, fault: Fault) -> None:
     ("stop-redis@5s", "stop-redis needs its length"),
     ("kill-worker@5s:1s", "kill-worker is instant"),
     ("stall-pipeline@5s:0", "more than 0"),
+    ("fail-upstream@10s", "fail-upstream needs its length"),
+    ("fail-upstream@10s:never", "not a duration"),
+    ("fail-upstream:5s@10s", "KIND@AT[:FOR]"),
 ])
 def test_bad_specs_are_named(text: str, says: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError, match=re.escape(says)) as caught:
@@ -187,3 +191,23 @@ async def test_worker_and_redis_faults_without_targets_signal_nothing(tmp_path: 
     events = await _drive(clock, injector.run([Fault("kill-worker", 1.0), Fault("stop-redis", 1.0, 1.0)], 0.0))
     assert sent == [] and [e.target_pid for e in events] == [None, None]
     assert [e.outcome for e in events] == ["no live worker given", "no Redis given"]
+
+
+async def test_fail_upstream_switches_only_the_drills_upstream_off_then_on(tmp_path: Path) -> None:
+    proc, clock = FakeProc(tmp_path), FakeClock()
+    sent: list[tuple[int, int, bool, float]] = []
+    injector = Injector(Targets(GATEWAY, upstream=50), clock, proc=tmp_path,
+                        send=lambda p, s, g: sent.append((p, s, g, clock.now())))
+    (event,) = await _drive(clock, injector.run([Fault("fail-upstream", 10.0, 5.0)], 0.0))
+    assert [(p, s, g) for p, s, g, _ in sent] == [(50, signal.SIGUSR1, False), (50, signal.SIGUSR2, False)]
+    assert (event.at_s, event.ended_s) == (pytest.approx(10.0, abs=0.25), pytest.approx(15.0, abs=0.25))
+    assert event.target_pid == 50 and "answered HTTP 500 for 5." in event.outcome
+    assert proc.sent == []  # no pipeline touched
+
+
+async def test_fail_upstream_without_the_drills_upstream_signals_nothing(tmp_path: Path) -> None:
+    FakeProc(tmp_path)
+    clock, sent = FakeClock(), []
+    injector = Injector(Targets(GATEWAY), clock, proc=tmp_path, send=lambda p, s, g: sent.append(p))
+    (event,) = await _drive(clock, injector.run([Fault("fail-upstream", 1.0, 1.0)], 0.0))
+    assert sent == [] and event.target_pid is None and "no drill upstream" in event.outcome

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import pytest
 
 from peakgate.cli import _parser, main
-from peakgate.drills.surge_cli import _seconds, prepare
+from peakgate.drills.surge_cli import prepare
 
 
 def test_duration_and_baseline_overrides() -> None:
@@ -17,17 +16,6 @@ def test_duration_and_baseline_overrides() -> None:
     profile = prepare(args)
     assert profile.phases.total_s == pytest.approx(90) and profile.baseline_rps == 7 and profile.peak_rps == 35
     assert prepare(_parser().parse_args(["surge", "--target", "http://h"])).name == "holiday-10x"
-
-
-@pytest.mark.parametrize(("text", "seconds"), [("150", 150.0), ("150s", 150.0), ("2.5m", 150.0)])
-def test_durations(text: str, seconds: float) -> None:
-    assert _seconds(text) == seconds
-
-
-@pytest.mark.parametrize("text", ["soon", "0", "-3", "2d"])
-def test_bad_durations(text: str) -> None:
-    with pytest.raises(argparse.ArgumentTypeError):
-        _seconds(text)
 
 
 def test_a_bad_profile_field_is_named_and_nothing_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -69,6 +69,11 @@ def test_description_sources_add_pairs_but_never_the_dev_english(paths: build.Bu
     assert sizes["description_human_pairs"] == 1 and sizes["description_texts_en"] == 2
 
 
+def test_the_finetune_domain_is_the_catalogs_without_descriptions(paths: build.BuildPaths) -> None:
+    domain = build.in_domain(paths, Recipe(descriptions=True))
+    assert domain == {"Open the file", "Close the window"}  # no description sentence, nothing held out
+
+
 def test_descriptions_without_apt_indexes_fail_with_the_command_to_run(paths: build.BuildPaths) -> None:
     empty = build.BuildPaths(paths.locale_dir, paths.heldout, paths.dev_tsv, paths.build_dir, paths.models_dir,
                              lists_dir=paths.build_dir)

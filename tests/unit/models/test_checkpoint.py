@@ -17,7 +17,7 @@ from peakgate.models.checkpoint import FILE, TrainingInterrupted, stop_on_signal
 torch = pytest.importorskip("torch", reason="needs the [train] extra (torch)")
 pytest.importorskip("transformers", reason="needs the [train] extra (transformers)")
 
-from peakgate.models.train import Recipe, train  # noqa: E402  (after the skip: imports torch lazily but needs it)
+from peakgate.models.train import Recipe, finetune_recipe, train  # noqa: E402  (after the skip: imports torch lazily but needs it)
 
 VOCAB, PAD = 24, 23
 TINY = Recipe(vocab_size=VOCAB, d_model=16, encoder_layers=1, decoder_layers=1, attention_heads=2, ffn_dim=32,
@@ -54,6 +54,25 @@ def test_interrupted_and_resumed_run_matches_an_uninterrupted_one(tmp_path: Path
     assert resumed["source_tokens"] == straight["source_tokens"]
     a, b = _weights(tmp_path / "straight"), _weights(tmp_path / "b")
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_a_finetune_stage_starts_from_the_first_stages_weights(tmp_path: Path) -> None:
+    first = tmp_path / "first"
+    train(_pairs(), VOCAB, PAD, TINY, tmp_path / "a", checkpoint_dir=first, log=lambda _: None)
+    # No budget at all: the stage saves what it started from, which must be the first stage's weights.
+    stage = dataclasses.replace(finetune_recipe(dataclasses.replace(TINY, finetune_steps=3)), train_minutes=0.0)
+    logs: list[str] = []
+    train(_pairs(), VOCAB, PAD, stage, tmp_path / "b", checkpoint_dir=tmp_path / "ft", init_from=first, log=logs.append)
+    a, b = _weights(tmp_path / "a"), _weights(tmp_path / "b")
+    assert all(torch.equal(a[k], b[k]) for k in a) and any("starting from" in line for line in logs)
+    ran = train(_pairs(), VOCAB, PAD, finetune_recipe(dataclasses.replace(TINY, finetune_steps=3)), tmp_path / "c",
+                checkpoint_dir=tmp_path / "ft2", init_from=first, log=lambda _: None)
+    assert ran["steps"] == 3 and ran["recipe"]["peak_lr"] == TINY.finetune_lr
+
+
+def test_a_finetune_stage_without_a_first_checkpoint_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="no checkpoint"):
+        train(_pairs(), VOCAB, PAD, TINY, tmp_path / "b", init_from=tmp_path / "missing", log=lambda _: None)
 
 
 def test_the_time_budget_counts_every_run(tmp_path: Path) -> None:

@@ -17,14 +17,16 @@ def test_listing_of_the_default_models_is_exact() -> None:
         "apertium-en-es\tapertium\ten-es\t-\t-\n"
         "apertium-es-en\tapertium\tes-en\t-\t-\n"
         "student-en-es-int8\tctranslate2\ten-es\tint8\t/srv/models/student-en-es-int8\n"
-        "student-en-es-fp32\tctranslate2\ten-es\tfloat32\t/srv/models/student-en-es-fp32"
+        "student-en-es-fp32\tctranslate2\ten-es\tfloat32\t/srv/models/student-en-es-fp32\n"
+        "student-en-es-large-int8\tctranslate2\ten-es\tint8\t/srv/models/student-en-es-large-int8\n"
+        "student-en-es-large-fp32\tctranslate2\ten-es\tfloat32\t/srv/models/student-en-es-large-fp32"
     )
 
 
 def test_default_settings_list_under_the_repo_models_dir() -> None:
     settings = Settings(models=default_models())
     lines = ModelRegistry(settings).format_listing().splitlines()
-    assert len(lines) == 4
+    assert len(lines) == 6
     assert all(len(line.split("\t")) == 5 for line in lines)
     assert lines[2].split("\t")[4] == str(settings.models_dir / "student-en-es-int8")
 

@@ -184,7 +184,8 @@ def test_long_batch_text_keeps_an_explicit_tier() -> None:
 
 def test_without_tiers_all_models_form_the_default_chain() -> None:
     world = World(Settings(models=default_models()))
-    assert world.route() == Route(tier="medium", model=AP_EN_ES, chain=(AP_EN_ES, INT8, FP32))
+    assert world.route() == Route(tier="medium", model=AP_EN_ES,
+                                 chain=(AP_EN_ES, INT8, FP32, "student-en-es-large-int8", "student-en-es-large-fp32"))
 
 
 def test_works_without_metrics() -> None:

@@ -87,8 +87,8 @@ class TierRunner:
         self._languages = output_language()
         self._routing = QualityGate(config, models, Metrics(), backends, self._languages)
 
-    def fallback(self, chain: tuple[str, ...]) -> str | None:
-        return self._routing.fallback_for(chain[0], chain)
+    def opinions(self, chain: tuple[str, ...]) -> tuple[str, ...]:
+        return self._routing.opinions(chain[0], chain)
 
     async def translate(self, chain: tuple[str, ...], texts: Sequence[str], metrics: Metrics | None
                         ) -> tuple[list[str], list[str]]:
@@ -150,8 +150,8 @@ async def _tier_row(runner: TierRunner, tier: str, chain: tuple[str, ...], *, qe
     identical = sum(same_text(s, o) and not same_text(s, r)
                     for s, o, r in zip(probe.sources, probe_out, probe.references, strict=True))
     loops = sum(loop_in(s, o) is not None for s, o in zip(probe.sources, probe_out, strict=True))
-    fallback = runner.fallback(chain) if qe else None
-    return TierRow(tier, (chain[0],) if fallback is None else (chain[0], fallback), qe, score(dev_out, dev.references),
+    opinions = runner.opinions(chain) if qe else ()
+    return TierRow(tier, (chain[0], *opinions), qe, score(dev_out, dev.references),
                    score(probe_out, probe.references), score(short_out, short.references)[0], retranslated,
                    sum(m != chain[0] for m in dev_models), identical, loops, rate)
 

@@ -311,7 +311,7 @@ def default_tiers() -> dict[str, tuple[str, ...]]:
     return {
         "tiny": ("apertium-en-es", "student-en-es-int8", "apertium-es-en"),
         "medium": ("student-en-es-int8", "apertium-en-es", "apertium-es-en"),
-        "large": ("student-en-es-fp32", "student-en-es-int8", "apertium-en-es", "apertium-es-en"),
+        "large": ("student-en-es-large-int8", "student-en-es-int8", "apertium-en-es", "apertium-es-en"),
     }
 
 

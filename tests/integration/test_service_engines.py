@@ -39,7 +39,7 @@ async def test_every_default_model_warms_up(service: Service) -> None:
 
 
 @pytest.mark.parametrize(("tier", "model"), [("tiny", "apertium-en-es"), ("medium", "student-en-es-int8"),
-                                             ("large", "student-en-es-fp32")])
+                                             ("large", "student-en-es-large-int8")])
 async def test_each_tier_serves_real_spanish(service: Service, tier: str, model: str) -> None:
     request = TranslateRequest(("Delete the folder.",), "en", "es", tier=tier)
     result = await service.translate(request, service.authenticate(None))

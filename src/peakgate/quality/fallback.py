@@ -1,5 +1,6 @@
 """The quality gate on the request path: check each engine-translated segment, re-translate the failing ones
-with the next engine of the tier's chain, and serve the better candidate.
+with the next engine of the tier's chain, and serve the better candidate; segments that still fail every check
+go on down the chain.
 
 `Service._submit` calls `review` after the scheduler answered. The engine's confidences come from the backend
 that decoded them (the scheduler hands back text only); where none is kept (Apertium, remote workers) the
@@ -57,37 +58,47 @@ class QualityGate:
         self._fallbacks = metrics.qe_fallbacks
         self._served = metrics.qe_served
 
-    def fallback_for(self, model: str, chain: Sequence[str]) -> str | None:
-        """The first gated model after `model` in `chain` that is not its twin (earlier ones already failed)."""
-        later = chain[chain.index(model) + 1 :] if model in chain else chain
-        return next((m for m in later if m != model and m in self._gated and (model, m) not in self._twins), None)
+    def opinions(self, model: str, chain: Sequence[str]) -> tuple[str, ...]:
+        """The gated models after `model` in `chain` (earlier ones already failed), in order, none the twin of
+        one before it."""
+        tried = [model]
+        for m in chain[chain.index(model) + 1 :] if model in chain else chain:
+            if m in self._gated and m not in tried and not any((t, m) in self._twins for t in tried):
+                tried.append(m)
+        return tuple(tried[1:])
 
     async def review(
         self, sources: Sequence[str], outputs: Sequence[str], model: str, *, chain: Sequence[str],
         pair: tuple[str, str], translate: Translate, split: bool, enabled: bool = True,
     ) -> Reviewed:
-        """`enabled`: this request may take a second opinion (the degradation ladder turns that off)."""
+        """`enabled`: this request may take a second opinion (the degradation ladder turns that off). Each later
+        engine sees, in one call, only the segments whose best candidate so far still fails a check."""
         texts, models = list(outputs), [model] * len(outputs)
         if not (enabled and self._config.enabled) or model not in self._gated:
             return Reviewed(texts, models)
         verdicts = [self.verdict(model, s, o, pair, split=split) for s, o in zip(sources, outputs, strict=True)]
-        failing = [i for i, v in enumerate(verdicts) if not v.ok]
-        other = self.fallback_for(model, chain) if failing else None
-        if other is None:
+        checked = [i for i, v in enumerate(verdicts) if not v.ok]
+        opinions = self.opinions(model, chain) if checked else ()
+        if not opinions:
             return Reviewed(texts, models)
-        for i in failing:
+        for i in checked:
             self._fallbacks.labels(model, verdicts[i].reasons[0]).inc()
-        try:
-            again = await translate(other, [sources[i] for i in failing])
-        except PeakgateError as exc:  # a second opinion is best effort: the first answer stands
-            _log.warning("quality fallback to %s failed (%s); serving %s as it was", other, exc.message, model)
-            self._served.labels(model, "primary").inc(len(failing))
-            return Reviewed(texts, models)
-        for i, candidate in zip(failing, again, strict=True):
-            won = prefer_fallback(verdicts[i], self.verdict(other, sources[i], candidate, pair, split=split))
-            if won:
-                texts[i], models[i] = candidate, other
-            self._served.labels(model, "fallback" if won else "primary").inc()
+        failing = checked
+        for other in opinions:
+            try:
+                again = await translate(other, [sources[i] for i in failing])
+            except PeakgateError as exc:  # a second opinion is best effort: the best answer so far stands
+                _log.warning("quality fallback to %s failed (%s); serving the best answer so far", other, exc.message)
+                break
+            for i, candidate in zip(failing, again, strict=True):
+                verdict = self.verdict(other, sources[i], candidate, pair, split=split)
+                if prefer_fallback(verdicts[i], verdict):
+                    texts[i], models[i], verdicts[i] = candidate, other, verdict
+            failing = [i for i in failing if not verdicts[i].ok]
+            if not failing:
+                break
+        for i in checked:
+            self._served.labels(model, "primary" if models[i] == model else "fallback").inc()
         return Reviewed(texts, models)
 
     def verdict(self, model: str, source: str, output: str, pair: tuple[str, str], *, split: bool) -> Verdict:

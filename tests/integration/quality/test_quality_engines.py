@@ -10,7 +10,7 @@ import pytest
 from peakgate.backends.apertium import MODES_DIR, ApertiumBackend
 from peakgate.backends.base import DecodeOptions
 from peakgate.backends.ctranslate2_backend import CTranslate2Backend, DecodingGuards
-from peakgate.config import REPO_MODELS_DIR, ModelConfig, Settings
+from peakgate.config import REPO_MODELS_DIR, ModelConfig, Settings, default_models
 from peakgate.domain import TranslateRequest
 from peakgate.observe.metrics import Metrics
 from peakgate.quality.estimate import loop_in, same_text
@@ -111,3 +111,23 @@ async def test_the_service_serves_each_segment_from_the_engine_that_did_it_best(
         await svc.close()
     assert [(t.model, t.tier) for t in result.translations] == [(RULES, "medium"), (STUDENT, "medium")]
     assert result.translations[0].text == "Hola" and "carpeta" in result.translations[1].text
+
+
+@pytest.mark.skipif(not (REPO_MODELS_DIR / "student-en-es-large-int8" / "model.bin").is_file(),
+                    reason="the large student is not built (models build --recipe student-en-es-large)")
+async def test_the_large_tier_takes_a_second_and_a_third_opinion_down_its_chain() -> None:
+    names = ("student-en-es-large-int8", STUDENT, RULES)
+    models = tuple(m for m in default_models() if m.name in names)
+    svc = Service(Settings(models=models, tiers={"large": names}, default_tier="large"))
+    await svc.start()
+    try:
+        sources = ("Hello", "Good afternoon", "The file could not be saved.")
+        result = await svc.translate(TranslateRequest(sources, "en", "es"), svc.authenticate(None))
+    finally:
+        await svc.close()
+    # Both students hand "Hello" back, so the rules serve it; the large student's "Good afternoon" fails a
+    # check and the small student's candidate fails fewer; the catalog sentence stays with the large student.
+    assert [t.model for t in result.translations] == [RULES, STUDENT, "student-en-es-large-int8"]
+    assert result.translations[0].text == "Hola"
+    assert not any(same_text(s, t.text) for s, t in zip(sources, result.translations, strict=True))
+    assert "archivo" in result.translations[2].text

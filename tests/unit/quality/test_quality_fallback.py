@@ -13,8 +13,9 @@ from peakgate.quality.fallback import QualityGate
 from peakgate.quality.settings import QualityConfig
 
 PAIR = ("en", "es")
-FP32, INT8, RULES, ECHO = "student-fp32", "student-int8", "rules", "echo"
+FP32, INT8, RULES, ECHO, LARGE = "student-fp32", "student-int8", "rules", "echo", "large-int8"
 MODELS = (
+    ModelConfig(name=LARGE, engine="ctranslate2", source="en", target="es", path="l"),
     ModelConfig(name=FP32, engine="ctranslate2", source="en", target="es", path="s", compute_type="float32"),
     ModelConfig(name=INT8, engine="ctranslate2", source="en", target="es", path="s"),
     ModelConfig(name=RULES, engine="apertium", source="en", target="es", mode="eng-spa"),
@@ -58,16 +59,37 @@ def count(metrics: Metrics, name: str, **labels: str) -> float:
 
 
 @pytest.mark.parametrize(("model", "chain", "expected"), [
-    (INT8, (INT8, RULES), RULES),  # medium
-    (FP32, (FP32, INT8, RULES), RULES),  # large: the int8 twin shares the weights, and the mistakes
-    (RULES, (RULES, INT8), INT8),  # tiny
-    (RULES, (INT8, RULES), None),  # the student failed over to the rules already: nothing after them
-    (INT8, (INT8, ECHO), None),  # echo is no translation
+    (INT8, (INT8, RULES), (RULES,)),  # medium
+    (FP32, (FP32, INT8, RULES), (RULES,)),  # the int8 twin shares the weights, and the mistakes
+    (LARGE, (LARGE, INT8, RULES), (INT8, RULES)),  # large: another student, then the rules
+    (LARGE, (LARGE, FP32, INT8, RULES), (FP32, RULES)),  # never the twin of an engine already asked
+    (RULES, (RULES, INT8), (INT8,)),  # tiny
+    (RULES, (INT8, RULES), ()),  # the student failed over to the rules already: nothing after them
+    (INT8, (INT8, ECHO), ()),  # echo is no translation
 ])
-def test_the_second_opinion_is_the_next_gated_model_that_is_not_a_twin(
-    model: str, chain: tuple[str, ...], expected: str | None
+def test_the_opinions_are_the_later_gated_models_that_are_not_twins(
+    model: str, chain: tuple[str, ...], expected: tuple[str, ...]
 ) -> None:
-    assert gate().fallback_for(model, chain) == expected
+    assert gate().opinions(model, chain) == expected
+
+
+async def test_a_segment_failing_the_second_opinion_too_goes_on_down_the_chain() -> None:
+    metrics = Metrics()
+    tables = {INT8: {"Hello": "Hello", "Good morning": "Buenos días"}, RULES: {"Hello": "Hola"}}
+    calls: list[tuple[str, list[str]]] = []
+
+    async def engines(model: str, texts: list[str]) -> list[str]:
+        calls.append((model, texts))
+        return [tables[model][t] for t in texts]
+
+    reviewed = await gate(metrics=metrics).review(
+        ["Hello", "Good morning", "Open the file"], ["Hello", "Good morning", "Abrir el fichero"], LARGE,
+        chain=(LARGE, INT8, RULES), pair=PAIR, translate=engines, split=True)
+    # The second student echoes "Hello" too, so only that one goes on to the rules.
+    assert calls == [(INT8, ["Hello", "Good morning"]), (RULES, ["Hello"])]
+    assert reviewed.texts == ["Hola", "Buenos días", "Abrir el fichero"]
+    assert reviewed.models == [RULES, INT8, LARGE]
+    assert count(metrics, "peakgate_qe_served_total", model=LARGE, candidate="fallback") == 2
 
 
 async def test_failing_segments_are_retranslated_and_the_better_candidate_served() -> None:

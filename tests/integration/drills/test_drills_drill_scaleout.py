@@ -11,18 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from drill_needs import DRILL_ENGINES
 
-from peakgate.backends.apertium import MODES_DIR
-from peakgate.config import REPO_MODELS_DIR
-
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server not found"),
-    pytest.mark.skipif(shutil.which("apertium") is None or not (MODES_DIR / "eng-spa.mode").is_file(),
-                       reason="apertium eng-spa is not installed"),
-    pytest.mark.skipif(not (REPO_MODELS_DIR / "student-en-es-int8" / "model.bin").is_file(),
-                       reason="the int8 student is not built"),
-]
+pytestmark = [*DRILL_ENGINES,
+              pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server not found")]
 
 
 def test_a_worker_killed_and_redis_stopped_lose_no_accepted_work(tmp_path: Path) -> None:

@@ -8,27 +8,19 @@ afterwards with its own eyes rather than the drill's.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from drill_needs import DRILL_ENGINES
 
 from bench._http import serve
-from peakgate.backends.apertium import MODES_DIR
-from peakgate.config import REPO_MODELS_DIR
 from peakgate.drills.faults import pipelines
 from peakgate.drills.served import drill_config
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(shutil.which("apertium") is None or not (MODES_DIR / "eng-spa.mode").is_file(),
-                       reason="apertium eng-spa is not installed"),
-    pytest.mark.skipif(not (REPO_MODELS_DIR / "student-en-es-int8" / "model.bin").is_file(),
-                       reason="the int8 student is not built"),
-]
+pytestmark = DRILL_ENGINES
 ARRIVALS_S, DRAIN_S = 12.0, 10.0
 
 

@@ -22,30 +22,21 @@ import asyncio
 import hmac
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
 import msgspec
-from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import Response
 
 from peakgate.api.auth import header_key
-from peakgate.api.bodies import (
-    MULTIPART,
-    BodyParser,
-    json_response,
-    media_type_of,
-    multipart_form,
-    read_capped,
-    source_or_detect,
-)
+from peakgate.api.bodies import BodyParser, json_response, source_or_detect
 from peakgate.api.contract import Language
 from peakgate.api.deepl import served_codes
 from peakgate.api.document_checks import check_document_fields, document_codec
 from peakgate.api.endpoint import FORM_BODIES, UPLOAD, FilePart, Operation
 from peakgate.api.errors import DEEPL, NATIVE
+from peakgate.api.uploads import Upload, upload_form
 from peakgate.domain import Principal
 from peakgate.errors import BadRequest, InputTooLarge, NotFound, Rejected, Unauthorized
 from peakgate.glossary.store import GlossaryStore
@@ -71,6 +62,10 @@ class JobProgress(Protocol):
         ...
 
     def seconds_remaining(self, job: Job) -> int | None: ...
+
+    def wake(self) -> None:
+        """Look for queued jobs now (a media job queues itself once its file is recognised)."""
+        ...
 
 
 class DocumentService(Protocol):
@@ -165,29 +160,7 @@ class BatchStatusOut(msgspec.Struct, omit_defaults=True):
     deferrable: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class _Upload:
-    """A multipart upload: its text fields, and its `file` part's name, content type and bytes."""
-
-    fields: dict[str, str]
-    name: str | None
-    content_type: str | None
-    data: bytes
-
-
-async def _upload_form(request: Request, max_bytes: int) -> _Upload:
-    if media_type_of(request) != MULTIPART:
-        raise BadRequest("upload the document as multipart/form-data with a `file` part")
-    body = await read_capped(request, max_bytes)
-    async with multipart_form(request, body) as form:
-        fields = {k: v for k, v in form.multi_items() if isinstance(v, str)}
-        upload = form.get("file")
-        if not isinstance(upload, UploadFile):
-            raise BadRequest("missing the `file` part: send the document as a multipart file")
-        return _Upload(fields, upload.filename, upload.content_type, await upload.read())
-
-
-def _document_job(upload: _Upload, tenant: str, service: DocumentService) -> NewJob:
+def _document_job(upload: Upload, tenant: str, service: DocumentService) -> NewJob:
     config = service.jobs_config
     params = check_document_fields(upload.fields, served_codes(service.languages()), tenant, service.glossaries)
     size = len(upload.data)
@@ -312,7 +285,7 @@ def document_operations(service: DocumentService, wall: WallClock | None = None)
         header = header_key(request, "DeepL-Auth-Key")
         # A header key is checked before the (large) body is read; a legacy `auth_key` field only after.
         principal = service.authenticate(header) if header else None
-        upload = await _upload_form(request, config.max_document_bytes + _ENVELOPE_BYTES)
+        upload = await upload_form(request, config.max_document_bytes + _ENVELOPE_BYTES, "document")
         principal = principal or service.authenticate(upload.fields.get("auth_key"))
         # Splitting a 20 MB document takes seconds: off the loop, like every other step of a big job.
         new_job = await asyncio.to_thread(_document_job, upload, principal.tenant, service)

@@ -51,6 +51,7 @@ class Operation:
     produces: tuple[str, ...] = JSON_BODY  # media types it answers in; () for no body at all
     statuses: tuple[int, ...] = (200,)  # the statuses that answer with that, not with a dialect error
     auth: bool = False
+    accepted: object = None  # msgspec type of a 202 (JSON, with `Location`), when it may answer with an async job
 
 
 DEGRADED_HEADER = "X-Peakgate-Degraded"

@@ -32,6 +32,9 @@ _RETRY_AFTER: Mapping[str, Any] = MappingProxyType({"Retry-After": {
     "description": "whole seconds to wait before retrying", "required": True,
     "schema": {"type": "string", "pattern": "^[0-9]+$"},
 }})
+_LOCATION: Mapping[str, Any] = MappingProxyType({"Location": {
+    "description": "the job's status URL", "required": True, "schema": {"type": "string"},
+}})
 _SECURITY_SCHEMES: Mapping[str, dict[str, str]] = MappingProxyType({
     "bearer": {"type": "http", "scheme": "bearer"},
     "apiKeyHeader": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
@@ -67,7 +70,7 @@ def openapi_document(operations: Sequence[Operation]) -> Json:
 def _schema_types(operations: Sequence[Operation]) -> list[Any]:
     found: list[Any] = []
     for op in operations:
-        for type_ in (op.request, op.response, op.dialect.schema):
+        for type_ in (op.request, op.response, op.accepted, op.dialect.schema):
             if type_ is not None and type_ not in found:
                 found.append(type_)
     return found
@@ -110,6 +113,9 @@ def _answers(op: Operation, schema_of: Mapping[Any, Json]) -> Json:
         if status in _RETRY_LATER:
             answer["headers"] = dict(_RETRY_AFTER)
         answers[str(status)] = answer
+    if op.accepted is not None:
+        answers["202"] = {"description": "Accepted: an async job, to poll at its status URL",
+                          "content": {_JSON: {"schema": schema_of[op.accepted]}}, "headers": dict(_LOCATION)}
     return answers
 
 

@@ -263,7 +263,7 @@ def stream_operations(service: TranslationService) -> list[Operation]:
                       StreamEvent, produces=(SSE,), auth=True)]
 
 
-def _ws_key(ws: WebSocket) -> str | None:
+def ws_key(ws: WebSocket) -> str | None:
     """`?api_key=` (browsers cannot set headers on an upgrade), else the Bearer / X-API-Key headers."""
     if key := ws.query_params.get("api_key"):
         return key
@@ -351,7 +351,7 @@ def websocket_routes(service: TranslationService) -> list[BaseRoute]:
     async def websocket(ws: WebSocket) -> None:
         await ws.accept()  # accept first: only an accepted socket can carry the 4401 close code
         try:
-            principal = service.authenticate(_ws_key(ws))
+            principal = service.authenticate(ws_key(ws))
         except Unauthorized as exc:
             await ws.close(code=WS_POLICY_CLOSE, reason=exc.message)
             return

@@ -5,9 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-JobKind = Literal["document", "batch"]
-JobStatus = Literal["queued", "translating", "done", "error"]
+JobKind = Literal["document", "batch", "image", "speech"]
+# Media jobs (image, speech) start 'recognising' (OCR or ASR in the media pool, not the runner): they are queued
+# for translation once `JobStore.recognised` has stored the text found.
+JobStatus = Literal["recognising", "queued", "translating", "done", "error"]
 TERMINAL: frozenset[JobStatus] = frozenset({"done", "error"})
+MEDIA_KINDS: frozenset[JobKind] = frozenset({"image", "speech"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,8 +23,8 @@ class NewJob:
     target: str
     segments: tuple[str, ...]
     filename: str | None = None
-    format: str | None = None  # codec name for documents ("txt", "html", "docx"); None for batch
-    input_data: bytes | None = None  # the original document, needed again to rebuild it
+    format: str | None = None  # codec name for documents ("txt", "html", "docx"); a media job's answer options
+    input_data: bytes | None = None  # the original document (or image, audio), needed again to rebuild it
     deferrable: bool = False  # may wait for off-peak hours, finishing by `latest_finish`
     latest_finish: float | None = None  # wall-clock seconds since the epoch
     glossary_id: str | None = None  # applied to every segment, as on a synchronous request

@@ -53,6 +53,15 @@ class AsyncJobStore:
     async def output(self, job_id: str) -> bytes | None:
         return await self._offload(lambda: self._store.output(job_id))
 
+    async def recognised(self, job_id: str, segments: Sequence[str], layout: bytes) -> Job:
+        return await self._offload(lambda: self._store.recognised(job_id, segments, layout))
+
+    async def layout(self, job_id: str) -> bytes | None:
+        return await self._offload(lambda: self._store.layout(job_id))
+
+    async def input_data(self, job_id: str) -> bytes | None:
+        return await self._offload(lambda: self._store.input_data(job_id))
+
     async def finish(self, job_id: str, output: bytes | None) -> Job:
         return await self._offload(lambda: self._store.finish(job_id, output))
 

@@ -35,7 +35,7 @@ from typing import Protocol, TypeVar
 from peakgate.atrest import Sealer
 from peakgate.errors import PeakgateError
 from peakgate.jobs.config import JobsConfig
-from peakgate.jobs.model import DeferralGate, Job, NewJob
+from peakgate.jobs.model import MEDIA_KINDS, DeferralGate, Job, NewJob
 
 WallClock = Callable[[], float]
 _T = TypeVar("_T")
@@ -70,7 +70,7 @@ CREATE TABLE IF NOT EXISTS segments (
 CREATE INDEX IF NOT EXISTS segments_pending ON segments (job_id, idx) WHERE target IS NULL;
 CREATE TABLE IF NOT EXISTS files (
     job_id TEXT NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
-    kind TEXT NOT NULL,  -- 'input' or 'output'
+    kind TEXT NOT NULL,  -- 'input', 'output' or a media job's 'layout'
     data BLOB NOT NULL,
     PRIMARY KEY (job_id, kind)
 );
@@ -83,6 +83,7 @@ _ADDED_COLUMNS = {"may_defer": "INTEGER NOT NULL DEFAULT 0", "latest_finish": "R
                   "glossary_id": "TEXT"}
 _EVERY_JOB = DeferralGate(off_peak=True, now_wall_s=0.0, s_per_segment=0.0, margin_s=0.0)  # no gate: none held
 _WAL_LIMIT_BYTES = 64 * 1024 * 1024  # the WAL file shrinks back to this after a checkpoint
+RECOGNITION_LOST = "the server stopped while recognising this file; submit it again"
 
 
 class JobStoreError(PeakgateError):
@@ -115,9 +116,16 @@ class JobStore(Protocol):
         """Every segment's translation in order (None where not translated yet)."""
         ...
 
+    def recognised(self, job_id: str, segments: Sequence[str], layout: bytes) -> Job:
+        """A media job's recognised text: its segments, and `layout` (where each was found, for its answer);
+        moves it from 'recognising' to 'queued'."""
+        ...
+
     def input_data(self, job_id: str) -> bytes | None: ...
 
     def output(self, job_id: str) -> bytes | None: ...
+
+    def layout(self, job_id: str) -> bytes | None: ...
 
     def finish(self, job_id: str, output: bytes | None) -> Job: ...
 
@@ -128,7 +136,8 @@ class JobStore(Protocol):
         ...
 
     def recover(self) -> int:
-        """At start-up: re-queue every job a crashed process left 'translating'; returns how many."""
+        """At start-up: re-queue every job a crashed process left 'translating' (returns how many), and fail
+        every media job it left 'recognising'."""
         ...
 
     def close(self) -> None: ...
@@ -181,8 +190,7 @@ class SqliteJobStore:
 
     def create(self, job: NewJob) -> Job:
         job_id, now = new_job_id(), self._wall()
-        context = job_id.encode()
-        sealed_input = None if job.input_data is None else self._sealer.seal(job.input_data, context)
+        sealed_input = None if job.input_data is None else self._sealer.seal(job.input_data, job_id.encode())
         with self._tx() as db:
             db.execute(
                 "INSERT INTO jobs (id, key, tenant, kind, status, source, target, filename, format, "
@@ -194,17 +202,34 @@ class SqliteJobStore:
             if sealed_input is not None:
                 db.execute("INSERT INTO files (job_id, kind, data) VALUES (?, 'input', ?)", (job_id, sealed_input))
         try:
-            rows = ((job_id, i, self._sealer.seal_text(text, context)) for i, text in enumerate(job.segments))
-            for page in _pages(rows, PAGE_ROWS):  # sealed before the lock is taken, written in one transaction
-                with self._tx() as db:
-                    db.executemany("INSERT INTO segments (job_id, idx, source) VALUES (?, ?, ?)", page)
+            self._write_segments(job_id, job.segments)
             with self._tx() as db:
-                db.execute("UPDATE jobs SET status = 'queued' WHERE id = ?", (job_id,))
+                db.execute("UPDATE jobs SET status = ? WHERE id = ?",
+                           ("recognising" if job.kind in MEDIA_KINDS else "queued", job_id))
                 return _load(db, job_id)
         except BaseException:
             with self._tx() as db:
                 db.execute("DELETE FROM jobs WHERE id = ?", (job_id,))
             raise
+
+    def _write_segments(self, job_id: str, segments: Sequence[str]) -> None:
+        context = job_id.encode()
+        rows = ((job_id, i, self._sealer.seal_text(text, context)) for i, text in enumerate(segments))
+        for page in _pages(rows, PAGE_ROWS):  # sealed before the lock is taken, written in one transaction
+            with self._tx() as db:
+                db.executemany("INSERT INTO segments (job_id, idx, source) VALUES (?, ?, ?)", page)
+
+    def recognised(self, job_id: str, segments: Sequence[str], layout: bytes) -> Job:
+        with self._tx() as db:
+            if db.execute("SELECT 1 FROM jobs WHERE id = ? AND status = 'recognising'", (job_id,)).fetchone() is None:
+                raise JobStoreError(f"job {job_id} is not waiting for its recognised text")
+        self._write_segments(job_id, segments)
+        sealed = self._sealer.seal(layout, job_id.encode())
+        with self._tx() as db:
+            db.execute("INSERT OR REPLACE INTO files (job_id, kind, data) VALUES (?, 'layout', ?)", (job_id, sealed))
+            db.execute("UPDATE jobs SET status = 'queued', segments_total = ?, updated_at = ? "
+                       "WHERE id = ? AND status = 'recognising'", (len(segments), self._wall(), job_id))
+            return _load(db, job_id)
 
     def get(self, job_id: str) -> Job | None:
         return self._read(lambda db: _find(db, job_id))
@@ -267,6 +292,9 @@ class SqliteJobStore:
     def output(self, job_id: str) -> bytes | None:
         return self._blob("output", job_id)
 
+    def layout(self, job_id: str) -> bytes | None:
+        return self._blob("layout", job_id)
+
     def _blob(self, kind: str, job_id: str) -> bytes | None:
         row = self._read(lambda db: db.execute(
             "SELECT data FROM files JOIN jobs ON jobs.id = files.job_id "
@@ -297,6 +325,9 @@ class SqliteJobStore:
     def recover(self) -> int:
         with self._tx() as db:
             db.execute("DELETE FROM jobs WHERE status = 'loading'")  # a create the crash cut short
+            # Recognition ran in the stopped process's media pool: nothing resumes it, so say so (never a silent drop).
+            db.execute("UPDATE jobs SET status = 'error', error_message = ?, updated_at = ? "
+                       "WHERE status = 'recognising'", (RECOGNITION_LOST, self._wall()))
             cur = db.execute("UPDATE jobs SET status = 'queued', updated_at = ? WHERE status = 'translating'",
                              (self._wall(),))
             return cur.rowcount

@@ -4,7 +4,9 @@ Interface (shared by the image and speech routes):
 
     pool = MediaPool(config: MediaConfig, clock: Clock, metrics: Metrics, level: Callable[[], int])
     await pool.run("ocr" | "asr", units, fn, *args)  # units: megapixels (ocr) or audio seconds (asr)
+    await pool.run(..., wait=True)                     # an async job's: waits for room instead of a 503
     pool.allows("overlay" | "stream")                  # False at or above the feature's ladder level
+    pool.spawn(work, name)                             # an async job's recognition, cancelled by close
     await pool.close()
 
 `run` calls the picklable `fn(*args)` in a process of the kind's own pool (spawned, at `nice` lower OS
@@ -12,7 +14,7 @@ priority, one OpenMP thread, `*_concurrency` at a time). Units waiting or runnin
 (`max_queued_*`): past the cap it raises `Overloaded` (503 + Retry-After, estimated from the recent seconds
 per unit). A cancelled caller keeps its slot and units until its process is done with the work. A crashed
 worker raises `EngineCrashed` and the next call starts a fresh pool. `allows` counts each refusal. Metrics:
-`peakgate_media_*`, labelled by kind.
+`peakgate_media_*` (`Metrics.media_*`: one set per registry, shared by every app's pool), labelled by kind.
 
 Where it lives: `api.app.create_app` builds one per app from `settings.media`, the service's metrics and the
 ladder's level (`ladder_level`, read from the `peakgate_degradation_level` gauge: the service keeps its guard
@@ -25,13 +27,12 @@ import asyncio
 import contextlib
 import multiprocessing
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from concurrent.futures import Executor, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
-from prometheus_client import Counter, Gauge, Histogram
 from starlette.applications import Starlette
 from starlette.types import Lifespan
 
@@ -45,7 +46,6 @@ Kind = Literal["ocr", "asr"]
 Feature = Literal["overlay", "stream"]
 
 _UNIT = {"ocr": "megapixels", "asr": "audio seconds"}
-_SECONDS_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 _EWMA_WEIGHT = 0.3  # of the newest run in the seconds-per-unit estimate behind Retry-After
 _MIN_RETRY_AFTER_S = 1.0
 
@@ -70,23 +70,6 @@ def _lower_priority(increment: int) -> None:
     os.environ.setdefault("OMP_THREAD_LIMIT", "1")
 
 
-class _MediaMetrics:
-    def __init__(self, metrics: Metrics) -> None:
-        self.queued = Gauge("peakgate_media_queued_units", "Media work waiting or running: megapixels (ocr) or "
-                            "audio seconds (asr)", ["kind"], registry=None)
-        self.running = Gauge("peakgate_media_running", "Media tasks running in the pool", ["kind"], registry=None)
-        self.seconds = Histogram("peakgate_media_seconds", "Time a media task ran in the pool", ["kind"],
-                                 buckets=_SECONDS_BUCKETS, registry=None)
-        self.refused = Counter("peakgate_media_refused_total", "Media work refused: queue_full (the kind's units "
-                               "cap), feature_off (the ladder turned an extra off)", ["kind", "reason"],
-                               registry=None)
-        # A second app over the same service (tests build several) finds the names taken: the first app's
-        # figures stay the exported ones, and this pool counts unexported.
-        with contextlib.suppress(ValueError):
-            for collector in (self.queued, self.running, self.seconds, self.refused):
-                metrics.registry.register(collector)
-
-
 @dataclass
 class _Lane:
     """One kind's share of the pool: its processes, its slots and the units it holds."""
@@ -108,44 +91,56 @@ class MediaPool:
         self._executor = executor or self._processes
         self._clock = clock
         self._level = level
-        self._metrics = _MediaMetrics(metrics)
+        self._metrics = metrics
         self._lanes: dict[Kind, _Lane] = {
             "ocr": _Lane(config.ocr_concurrency, config.max_queued_megapixels,
                          asyncio.Semaphore(config.ocr_concurrency)),
             "asr": _Lane(config.asr_concurrency, config.max_queued_audio_s,
                          asyncio.Semaphore(config.asr_concurrency)),
         }
+        self._background: set[asyncio.Task[None]] = set()
 
-    async def run(self, kind: Kind, units: float, fn: Callable[..., T], *args: object) -> T:
+    async def run(self, kind: Kind, units: float, fn: Callable[..., T], *args: object, wait: bool = False) -> T:
+        """`wait`: an async job's work waits for room in the lane (polling at the backlog's estimated drain time)
+        instead of refusing; it holds no units while it waits, so requests with a client waiting go first."""
         lane = self._lanes[kind]
+        while wait and not self._fits(lane, units):
+            await self._clock.sleep(self._backlog_s(lane))
         self._admit(kind, lane, units)
         lane.units += units
         lane.tasks += 1
-        self._metrics.queued.labels(kind).set(lane.units)
+        # inc/dec, not set: every app's pool over one service's metrics counts into the same gauge.
+        self._metrics.media_queued.labels(kind).inc(units)
         try:
             async with lane.slots:
                 return await self._execute(kind, lane, units, fn, args)
         finally:
             lane.tasks -= 1
             lane.units = lane.units - units if lane.tasks else 0.0  # no float residue once idle
-            self._metrics.queued.labels(kind).set(lane.units)
+            self._metrics.media_queued.labels(kind).dec(units)
+
+    @staticmethod
+    def _fits(lane: _Lane, units: float) -> bool:
+        # An idle lane takes any one task (the file caps bound it); a busy one only what fits under its cap.
+        return lane.tasks == 0 or lane.units + units <= lane.max_units
+
+    @staticmethod
+    def _backlog_s(lane: _Lane) -> float:
+        return max(_MIN_RETRY_AFTER_S, round(lane.units * lane.seconds_per_unit / lane.concurrency, 1))
 
     def _admit(self, kind: Kind, lane: _Lane, units: float) -> None:
-        # An idle lane takes any one task (the file caps bound it); a busy one only what fits under its cap.
-        if lane.tasks == 0 or lane.units + units <= lane.max_units:
+        if self._fits(lane, units):
             return
-        self._metrics.refused.labels(kind, "queue_full").inc()
-        backlog_s = lane.units * lane.seconds_per_unit / lane.concurrency
+        self._metrics.media_refused.labels(kind, "queue_full").inc()
         raise Overloaded(f"the {kind} queue is full ({lane.units:.1f} of {lane.max_units:.1f} {_UNIT[kind]} "
-                         f"waiting or running); retry later",
-                         retry_after_s=max(_MIN_RETRY_AFTER_S, round(backlog_s, 1)))
+                         f"waiting or running); retry later", retry_after_s=self._backlog_s(lane))
 
     async def _execute(self, kind: Kind, lane: _Lane, units: float, fn: Callable[..., T], args: tuple[object, ...]
                        ) -> T:
         if lane.executor is None:
             lane.executor = self._executor(lane.concurrency)
         executor = lane.executor
-        self._metrics.running.labels(kind).inc()
+        self._metrics.media_running.labels(kind).inc()
         started = self._clock.now()
         future = asyncio.get_running_loop().run_in_executor(executor, fn, *args)
         try:
@@ -161,8 +156,8 @@ class MediaPool:
             raise EngineCrashed(f"the {kind} worker process died") from exc
         finally:
             took_s = self._clock.now() - started
-            self._metrics.running.labels(kind).dec()
-            self._metrics.seconds.labels(kind).observe(took_s)
+            self._metrics.media_running.labels(kind).dec()
+            self._metrics.media_seconds.labels(kind).observe(took_s)
             if units > 0:
                 lane.seconds_per_unit += _EWMA_WEIGHT * (took_s / units - lane.seconds_per_unit)
 
@@ -175,10 +170,25 @@ class MediaPool:
         off_at = self._config.overlay_off_level if feature == "overlay" else self._config.stream_off_level
         allowed = self._level() < off_at
         if not allowed:
-            self._metrics.refused.labels("ocr" if feature == "overlay" else "asr", "feature_off").inc()
+            self._metrics.media_refused.labels("ocr" if feature == "overlay" else "asr", "feature_off").inc()
         return allowed
 
+    def spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        """Run an async media job's `work` in the background, with the pool: `close` cancels what is left."""
+        task = asyncio.get_running_loop().create_task(work, name=name)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    @property
+    def background(self) -> int:
+        """Background work (async media jobs) not yet finished."""
+        return len(self._background)
+
     async def close(self) -> None:
+        await asyncio.sleep(0)  # one loop turn: a task cancelled before its first step would never record why
+        for task in self._background:
+            task.cancel()  # each marks its job failed, with why, as it ends
+        await asyncio.gather(*self._background, return_exceptions=True)
         executors = [lane.executor for lane in self._lanes.values() if lane.executor is not None]
         for lane in self._lanes.values():
             lane.executor = None

@@ -18,16 +18,21 @@ class MediaConfig(BaseModel):
     # Files: refused (4xx) before any engine sees them.
     image_max_bytes: int = Field(default=20 * _MIB, gt=0)
     image_max_megapixels: float = Field(default=40.0, gt=0)  # read from the header, before any pixel is decoded
-    image_sync_max_megapixels: float = Field(default=4.0, gt=0)  # larger images: 413 (async image jobs are not built yet)
+    # Larger images, and longer audio, up to the caps above, are answered as an async job (202 and a status URL;
+    # 413 if `jobs.enabled` is off). At most `max_recognising_jobs` jobs per app wait for, or are in, OCR or ASR
+    # at once (their files are held in memory meanwhile); past it, 503 + Retry-After.
+    image_sync_max_megapixels: float = Field(default=4.0, gt=0)
     audio_max_bytes: int = Field(default=50 * _MIB, gt=0)
     audio_max_s: float = Field(default=600.0, gt=0)
-    audio_sync_max_s: float = Field(default=30.0, gt=0)  # longer audio: 413 naming /v1/speech/stream (no async speech jobs yet)
+    audio_sync_max_s: float = Field(default=30.0, gt=0)
+    max_recognising_jobs: int = Field(default=16, ge=1)
     # Streaming speech (/v1/speech/stream): audio per socket, bytes per binary message, how much new audio earns
     # a re-recognised partial, and the longest utterance before it is cut (bounds each partial's re-decode).
     stream_max_s: float = Field(default=300.0, gt=0)
     stream_max_chunk_bytes: int = Field(default=64 * 1024, gt=0)
     stream_partial_every_s: float = Field(default=1.0, gt=0)
     stream_max_utterance_s: float = Field(default=15.0, gt=0)
+    stream_start_timeout_s: float = Field(default=10.0, gt=0)  # a socket without its start message by then is closed
     # The media pool: separate processes per kind, so OCR and ASR never hold the text path's event loop or cores.
     ocr_concurrency: int = Field(default=1, ge=1)
     asr_concurrency: int = Field(default=1, ge=1)

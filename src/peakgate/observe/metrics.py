@@ -14,6 +14,7 @@ from peakgate.observe.slo import SloReading
 
 _LATENCY_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 _BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128)
+_MEDIA_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 OTHER = "other"
 # The API route serving the work in this context (its template, e.g. "/v2/translate"), for the `endpoint` label
 # of engine work: set where a request enters (and by the job runner's tasks); tasks a request spawns inherit it.
@@ -85,6 +86,7 @@ class Metrics:
             ["model", "tier", "tenant", "endpoint"], registry=r,
         )
         self._observe_classes_and_slos(r)
+        self._observe_media(r)
         # RSS, CPU seconds, open and max file descriptors, start time (`process_*`), read from /proc at scrape.
         ProcessCollector(registry=r)
         r.register(GpuCollector())
@@ -103,6 +105,17 @@ class Metrics:
                                   ["slo", "outcome"], registry=r)
         self.slo_gauges = SloGauges()
         r.register(self.slo_gauges)
+
+    def _observe_media(self, r: CollectorRegistry) -> None:
+        # The media pool's (`media.pool`): here, so every app built over one service's metrics counts into them.
+        self.media_queued = Gauge("peakgate_media_queued_units", "Media work waiting or running: megapixels (ocr) "
+                                  "or audio seconds (asr)", ["kind"], registry=r)
+        self.media_running = Gauge("peakgate_media_running", "Media tasks running in the pool", ["kind"], registry=r)
+        self.media_seconds = Histogram("peakgate_media_seconds", "Time a media task ran in the pool", ["kind"],
+                                       buckets=_MEDIA_BUCKETS_S, registry=r)
+        self.media_refused = Counter("peakgate_media_refused_total", "Media work refused: queue_full (the kind's "
+                                     "units cap), feature_off (the ladder turned an extra off)", ["kind", "reason"],
+                                     registry=r)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -4,18 +4,17 @@ Apertium engine translates it; bad files answer 4xx and leave the server healthy
 from __future__ import annotations
 
 import io
-import shutil
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from bench._http import Server, serve
-from peakgate.backends.apertium import MODES_DIR
 from peakgate.errors import Unavailable
 from peakgate.media.ocr import find_ocr
 from peakgate.media.settings import MediaConfig
@@ -27,29 +26,20 @@ SENTENCE = "The house is very small and the dog is happy."
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def server(apertium_config: dict[str, object]) -> Iterator[Server]:
     try:
         find_ocr(MediaConfig())
     except Unavailable as exc:
         pytest.skip(exc.message)
-    if shutil.which("apertium") is None or not (MODES_DIR / "eng-spa.mode").is_file():
-        pytest.skip("apertium eng-spa is not installed (scripts/dev-setup installs it)")
     if not DEJAVU.is_file():
         pytest.skip("fonts-dejavu-core is not installed")
-    config: dict[str, object] = {
-        "data_dir": str(tmp_path_factory.mktemp("data")), "log_level": "warning",
-        "models": [{"name": "apertium-en-es", "engine": "apertium", "source": "en", "target": "es",
-                    "mode": "eng-spa"}],
-        "tiers": {"medium": ["apertium-en-es"]}, "default_tier": "medium",
-        "keys": [{"key": KEY, "tenant": "acme"}],
-    }
-    with serve(config) as running:
+    with serve({**apertium_config, "keys": [{"key": KEY, "tenant": "acme"}]}) as running:
         yield running
 
 
-def _sentence_png() -> bytes:
-    image = Image.new("RGB", (900, 120), "white")
-    ImageDraw.Draw(image).text((24, 36), SENTENCE, font=ImageFont.truetype(str(DEJAVU), 30), fill="black")
+def _sentence_png(size: tuple[int, int] = (900, 120), font_px: int = 30) -> bytes:
+    image = Image.new("RGB", size, "white")
+    ImageDraw.Draw(image).text((24, 36), SENTENCE, font=ImageFont.truetype(str(DEJAVU), font_px), fill="black")
     out = io.BytesIO()
     image.save(out, "PNG")
     return out.getvalue()
@@ -89,6 +79,20 @@ def test_format_png_answers_the_image_with_the_translation_drawn(server: Server)
     assert reply.headers["content-type"] == "image/png"
     drawn = Image.open(io.BytesIO(reply.content))
     assert drawn.size == (900, 120) and reply.content != original
+
+
+def test_an_image_over_4_megapixels_is_a_job_that_ends_translated_with_its_overlay(
+        server: Server, finished_job: Callable[..., dict[str, Any]]) -> None:
+    status = finished_job(server, _post(server, _sentence_png((2100, 2000), 60), source="en", overlay="true"), AUTH)
+    assert status["status"] == "done", status
+    lines = [line for block in status["result"]["blocks"] for line in block["lines"]]
+    assert len(lines) == 1 and lines[0]["text"].split() == SENTENCE.split()
+    assert "casa" in lines[0]["translation"].lower()  # Apertium: "La casa es muy pequeña..."
+    assert status["billed_characters"] == len(SENTENCE)
+    assert (status["result"]["width"], status["result"]["height"]) == (2100, 2000)
+    drawn = httpx.get(f"{server.url}{status['overlay_url']}", headers=AUTH, timeout=60)
+    assert drawn.status_code == 200 and drawn.headers["content-type"] == "image/png"
+    assert Image.open(io.BytesIO(drawn.content)).size == (2100, 2000)
 
 
 @pytest.mark.parametrize(("data", "name", "status", "words"), [

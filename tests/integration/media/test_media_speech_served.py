@@ -10,7 +10,7 @@ import shutil
 import struct
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -21,7 +21,6 @@ import soundfile
 from websockets.sync.client import connect
 
 from bench._http import Server, serve
-from peakgate.backends.apertium import MODES_DIR
 from peakgate.media.asr import word_error_rate
 from peakgate.media.audio import decode
 
@@ -37,17 +36,11 @@ MAX_MEAN_WER = 0.5
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def server(apertium_config: dict[str, object]) -> Iterator[Server]:
     if shutil.which("espeak-ng") is None:
         pytest.skip("espeak-ng is not installed (scripts/dev-setup installs it)")
-    if shutil.which("apertium") is None or not (MODES_DIR / "eng-spa.mode").is_file():
-        pytest.skip("apertium eng-spa is not installed (scripts/dev-setup installs it)")
     config: dict[str, object] = {
-        "data_dir": str(tmp_path_factory.mktemp("data")), "log_level": "warning",
-        "models": [{"name": "apertium-en-es", "engine": "apertium", "source": "en", "target": "es",
-                    "mode": "eng-spa"}],
-        "tiers": {"medium": ["apertium-en-es"]}, "default_tier": "medium",
-        "keys": [{"key": KEY, "tenant": "acme"}],
+        **apertium_config, "keys": [{"key": KEY, "tenant": "acme"}],
         # Room for one clip of the flood test's at a time (and for each of the other tests' clips).
         "media": {"max_queued_audio_s": 6.0},
     }
@@ -89,6 +82,35 @@ def test_synthesised_speech_is_transcribed_and_translated(server: Server) -> Non
     assert all(seg["translation"] and seg["translation"] != seg["text"] for seg in segments)
     assert (body["model"], body["translation_model"]) == ("pocketsphinx-en-us", "apertium-en-es")
     assert body["billed_characters"] == sum(len(seg["text"]) for seg in segments)
+
+
+def test_a_clip_over_the_sync_cap_becomes_a_job_that_transcribes_and_translates(
+        server: Server, finished_job: Callable[..., dict[str, Any]]) -> None:
+    # The two sentences, a second apart, then silence to 35 s: over the 30 s answered while the client waits.
+    pcm = np.frombuffer(decode(speak(SENTENCES[0])) + bytes(32000) + decode(speak(SENTENCES[1])), dtype="<i2")
+    padded = np.concatenate([pcm, np.zeros(35 * 16000 - len(pcm), dtype="<i2")])
+    started = time.perf_counter()
+    status = finished_job(server, post(server, wav(padded), source="en", reference=" ".join(SENTENCES)), AUTH)
+    assert status["status"] == "done", status
+    result = status["result"]
+    wers = [word_error_rate(s, seg["text"]) for s, seg in zip(SENTENCES, result["segments"], strict=False)]
+    print(f"\njob heard {result['transcript']!r} in {time.perf_counter() - started:.1f} s; WER per sentence "
+          f"{wers}, whole {result['wer']}")
+    assert len(result["segments"]) == 2 and sum(wers) / len(wers) <= MAX_MEAN_WER
+    assert all(seg["translation"] and seg["translation"] != seg["text"] for seg in result["segments"])
+    assert result["translation"] == " ".join(seg["translation"] for seg in result["segments"])
+    assert result["duration_s"] == 35.0 and result["model"] == "pocketsphinx-en-us"
+    assert status["billed_characters"] == result["billed_characters"] == sum(
+        len(seg["text"]) for seg in result["segments"])
+
+
+def test_a_silent_clip_over_the_sync_cap_is_a_job_whose_status_says_why_it_failed(
+        server: Server, finished_job: Callable[..., dict[str, Any]]) -> None:
+    status = finished_job(server, post(server, wav_header(16000, 40 * 32000) + bytes(40 * 32000), "forty-s.wav"),
+                          AUTH)
+    assert status["status"] == "error" and "no speech found" in status["error_message"], status
+    assert "result" not in status
+    assert httpx.get(f"{server.url}/healthz", timeout=10).status_code == 200
 
 
 def test_the_stream_yields_partials_then_a_final(server: Server) -> None:
@@ -141,12 +163,11 @@ def wav_header(rate: int, data_bytes: int) -> bytes:
         struct.pack("<I", data_bytes)
 
 
-BAD_INPUTS = ["two-hours", "forty-seconds", "silence", "text-named-wav", "truncated", "german"]
+BAD_INPUTS = ["two-hours", "silence", "text-named-wav", "truncated", "german"]
 
 
 @pytest.mark.parametrize("case", ids=BAD_INPUTS, argvalues=[
     ("two-hours.wav", wav_header(16000, 2 * 3600 * 32000) + bytes(32000), {}, 413, "7200.0 s is over the 600 s"),
-    ("forty-s.wav", wav_header(16000, 40 * 32000) + bytes(40 * 32000), {}, 413, "/v1/speech/stream"),
     ("silence.wav", wav(np.zeros(32000)), {}, 400, "no speech found"),
     ("notes.wav", b"just some text, named like audio\n" * 20, {}, 400, "not WAV, FLAC or OGG"),
     ("cut.wav", wav(np.zeros(32000))[:20000], {}, 400, "truncated WAV"),

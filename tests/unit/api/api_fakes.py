@@ -50,6 +50,7 @@ class FakeService:
     glossaries: GlossaryStore = field(default_factory=lambda: build_glossary_store("memory"))
     jobs: JobStore = field(default_factory=lambda: SqliteJobStore(":memory:"))
     jobs_config: JobsConfig = field(default_factory=JobsConfig)
+    wakes: int = 0  # the job runner asked to look for queued jobs now
 
     @property
     def job_runner(self) -> FakeService:
@@ -73,6 +74,9 @@ class FakeService:
 
     def seconds_remaining(self, job: Job) -> int | None:
         return None
+
+    def wake(self) -> None:
+        self.wakes += 1
 
     def add_correction(self, principal: Principal, source_lang: str, target_lang: str, source: str,
                        target: str) -> AddResult:

@@ -12,6 +12,8 @@ from tests.unit.api.api_fakes import GOOD_KEY, FakeService, client
 
 from peakgate.config import Settings
 from peakgate.errors import Unavailable
+from peakgate.jobs.config import JobsConfig
+from peakgate.jobs.model import NewJob
 from peakgate.media.ocr import find_ocr
 from peakgate.media.settings import MediaConfig
 
@@ -46,10 +48,25 @@ def test_bad_fields_are_a_400_before_any_ocr(fields: dict[str, str], words: str)
     assert words in reply.json()["error"]["message"]
 
 
-def test_an_image_over_the_sync_cap_is_a_413_saying_so() -> None:
-    reply = _post(_service(image_sync_max_megapixels=0.001), _png((100, 100)))
+def test_an_image_over_the_sync_cap_is_a_413_saying_so_when_jobs_are_off() -> None:
+    service = FakeService(settings=Settings(media=MediaConfig(image_sync_max_megapixels=0.001),
+                                            jobs=JobsConfig(enabled=False)))
+    reply = _post(service, _png((100, 100)))
     assert reply.status_code == 413, reply.text
-    assert "async image jobs are not served yet" in reply.json()["error"]["message"]
+    assert "async jobs are off" in reply.json()["error"]["message"]
+
+
+def test_a_job_is_only_shown_to_its_tenant_and_as_its_kind() -> None:
+    service = _service()
+    job = service.jobs.create(NewJob(tenant="test", kind="image", source="en", target="es", segments=()))
+    other = service.jobs.create(NewJob(tenant="rival", kind="image", source="en", target="es", segments=()))
+    batch = service.jobs.create(NewJob(tenant="test", kind="batch", source="en", target="es", segments=("a",)))
+    with client(service) as c:
+        mine = c.get(f"/v1/image/jobs/{job.id}", headers=AUTH)
+        assert mine.status_code == 200 and mine.json() == {"job_id": job.id, "status": "recognising"}
+        for hidden in (other.id, batch.id, "nope"):
+            assert c.get(f"/v1/image/jobs/{hidden}", headers=AUTH).status_code == 404
+        assert c.get(f"/v1/image/jobs/{job.id}/overlay", headers=AUTH).status_code == 503  # not done yet
 
 
 def test_without_ocr_data_images_answer_503_and_readiness_is_untouched(tmp_path: Path) -> None:
@@ -74,3 +91,19 @@ def test_the_degraded_ladder_drops_the_overlay_first() -> None:
     assert answered.status_code == 200, answered.text
     assert answered.json()["overlay_dropped"] is True and "overlay_png" not in answered.json()
     assert answered.json()["blocks"] == [] and service.requests == []
+
+
+@pytest.mark.parametrize("path", ["/v1/image", "/v1/speech"])
+def test_the_openapi_document_gives_the_202_job_answer_and_the_status_routes(path: str) -> None:
+    with client(_service()) as c:
+        document = c.get("/openapi.json").json()
+    answers = document["paths"][path]["post"]["responses"]
+    assert {code for code in answers if code < "400"} == {"200", "202"}
+    accepted = answers["202"]["content"]["application/json"]["schema"]["$ref"].rpartition("/")[2]
+    assert document["components"]["schemas"][accepted]["required"] == ["job_id", "status", "status_url"]
+    assert answers["202"]["headers"]["Location"]["required"] is True
+    status = document["paths"][f"{path}/jobs/{{job_id}}"]["get"]
+    assert [p["name"] for p in status["parameters"]] == ["job_id"] and "200" in status["responses"]
+    if path == "/v1/image":
+        overlay = document["paths"]["/v1/image/jobs/{job_id}/overlay"]["get"]["responses"]["200"]
+        assert set(overlay["content"]) == {"image/png"}

@@ -49,6 +49,22 @@ async def test_runs_the_function_and_records_its_time() -> None:
     await pool.close()
 
 
+async def test_two_apps_pools_over_one_services_metrics_both_count() -> None:
+    metrics, clock = Metrics(), FakeClock()
+    first, second = _pool(metrics, clock), _pool(metrics, clock)
+    release = threading.Event()
+    busy = asyncio.create_task(first.run("ocr", 3.0, release.wait, 5.0))
+    await _until(lambda: _sample(metrics, "peakgate_media_running", kind="ocr") == 1.0)
+    assert await second.run("ocr", 2.0, pow, 2, 2) == 4
+    assert _sample(metrics, "peakgate_media_queued_units", kind="ocr") == 3.0  # the second's 2 came and went
+    release.set()
+    assert await busy is True
+    assert _sample(metrics, "peakgate_media_seconds_count", kind="ocr") == 2.0
+    assert _sample(metrics, "peakgate_media_queued_units", kind="ocr") == 0.0
+    await first.close()
+    await second.close()
+
+
 async def test_a_full_kind_refuses_with_retry_after_and_the_other_kind_still_runs() -> None:
     metrics, clock = Metrics(), FakeClock()
     pool = _pool(metrics, clock)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -13,7 +14,8 @@ from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
 from peakgate.api.contract import Language
-from peakgate.api.speech import speech_routes
+from peakgate.api.speech import NoStart, first_message, speech_routes
+from peakgate.clock import FakeClock
 from peakgate.config import Settings
 from peakgate.domain import Principal, TranslateRequest, TranslateResult, Translation
 from peakgate.errors import Overloaded, Unauthorized
@@ -113,3 +115,42 @@ def test_oversized_chunks_close_1009_and_a_full_pool_1013() -> None:
     assert (received[0]["code"], code) == ("input_too_large", 1009)
     received, code, _ = closed_with(Pool(full=True), START, SPEECH, json.dumps({"type": "end"}))
     assert (received[-1]["code"], code) == ("overloaded", 1013)
+
+
+async def test_the_start_message_is_awaited_only_until_its_timeout_on_the_clock() -> None:
+    clock, never = FakeClock(), asyncio.Event()
+
+    async def silent() -> dict[str, Any]:
+        await never.wait()
+        return {}
+
+    waiting = asyncio.create_task(first_message(silent, clock, 10.0))
+    await asyncio.sleep(0)
+    assert clock.sleepers == 1  # the deadline is set as soon as the wait starts
+    clock.advance(9.9)
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    clock.advance(0.1)
+    with pytest.raises(NoStart, match="no start message within 10 s"):
+        await waiting
+
+
+
+async def test_a_start_message_in_time_is_returned_and_a_cancelled_wait_stays_cancelled() -> None:
+    clock, never = FakeClock(), asyncio.Event()
+
+    async def prompt() -> dict[str, Any]:
+        return {"text": "start"}
+
+    async def silent() -> dict[str, Any]:
+        await never.wait()
+        return {}
+
+    assert await first_message(prompt, clock, 10.0) == {"text": "start"}
+    assert clock.sleepers == 0  # its deadline is gone with it
+    waiting = asyncio.create_task(first_message(silent, clock, 10.0))
+    await asyncio.sleep(0)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert clock.sleepers == 0

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import AsyncIterator, Iterator
-from typing import TypeAlias
 
 import pytest
+from real_engines import Engine
 from redis_harness import RedisServer, free_port, redis_server_binary
 
 from peakgate.backends.apertium import MODES_DIR, ApertiumBackend
 from peakgate.backends.ctranslate2_backend import CTranslate2Backend
 from peakgate.config import REPO_MODELS_DIR
 
-Engine: TypeAlias = ApertiumBackend | CTranslate2Backend
 INT8 = REPO_MODELS_DIR / "student-en-es-int8"
 
 

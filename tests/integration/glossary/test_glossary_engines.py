@@ -5,7 +5,7 @@ The order is the one translate uses: redact PII → protect glossary terms → e
 
 from __future__ import annotations
 
-from conftest import Engine
+from real_engines import Engine
 
 from peakgate.backends.base import DecodeOptions
 from peakgate.glossary import Entry, TermMatcher, restore_terms

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from conftest import Engine
+from real_engines import Engine
 
 from peakgate.backends.apertium import ApertiumBackend
 from peakgate.backends.base import DecodeOptions

@@ -75,11 +75,14 @@ def _done(store: SqliteJobStore, job: Job) -> Job:
     return found
 
 
-async def _until(store: SqliteJobStore, job: Job, done_at_least: int, timeout_s: float = 20.0) -> Job:
+async def _until(store: SqliteJobStore, job: Job, done_at_least: int | None = None, timeout_s: float = 20.0) -> Job:
+    """The job once `done_at_least` segments are committed, or (None) once it is done or failed: the last
+    chunk's commit and the job's finish are two transactions."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         current = _done(store, job)
-        if current.segments_done >= done_at_least or current.status in ("done", "error"):
+        if current.status in ("done", "error") or (done_at_least is not None
+                                                   and current.segments_done >= done_at_least):
             return current
         await asyncio.sleep(0.01)
     raise AssertionError(f"job stuck at {_done(store, job)}")
@@ -91,7 +94,7 @@ async def _finish_with_runner_b(path: Path, job: Job) -> tuple[Recorder, Job]:
     runner_b = JobRunner(store_b, recorder, MonotonicClock(), config=CONFIG)
     await runner_b.start()
     try:
-        finished = await _until(store_b, job, done_at_least=job.segments_total)
+        finished = await _until(store_b, job)
     finally:
         await runner_b.close()
     assert finished.status == "done"

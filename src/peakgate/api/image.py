@@ -40,6 +40,7 @@ from peakgate.media.jobs import (
     JobNotReady,
     JobState,
     MediaService,
+    accepted,
     answer_mode,
     finished_layout,
     owned,
@@ -190,10 +191,7 @@ async def _accept(service: MediaService, pool: MediaPool, ask: _Ask, info: Image
                  glossary_id=ask.glossary_id)
     created = await submit(service, pool, job, principal, recognised,
                            max_recognising=service.settings.media.max_recognising_jobs)
-    url = f"{_JOBS}/{created.id}"
-    response = json_response(JobCreated(created.id, created.status, url), status_code=202)
-    response.headers["Location"] = url
-    return response
+    return accepted(created, _JOBS)
 
 
 async def _finished(service: MediaService, job: Job) -> tuple[ImageLayout, list[str]]:

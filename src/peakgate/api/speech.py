@@ -45,6 +45,7 @@ from peakgate.media.jobs import (
     JobCreated,
     JobState,
     MediaService,
+    accepted,
     answer_mode,
     finished_layout,
     owned,
@@ -131,7 +132,7 @@ def speech_operations(service: MediaService, pool: MediaPool) -> list[Operation]
             raise InputTooLarge(f"audio of {info.duration_s:.1f} s is over the {config.audio_sync_max_s:g} s "
                                 f"answered here, and async jobs are off; stream longer audio over {STREAM_PATH}")
         if mode == "async":
-            return await _accept(service, pool, form, data, info.duration_s, principal=principal, source=source)
+            return await _accept(service, pool, form, data, info.duration_s, principal=principal, pair=(source, target))
         transcript = await pool.run("asr", info.duration_s, recognise_file, data, config.stream_max_utterance_s)
         # Document priority, as for images: the client has already waited seconds for ASR, and a long task's
         # text must queue behind interactive text, not beside it.
@@ -165,7 +166,7 @@ def speech_operations(service: MediaService, pool: MediaPool) -> list[Operation]
 
 
 async def _accept(service: MediaService, pool: MediaPool, form: SpeechUpload, data: bytes, duration_s: float, *,
-                  principal: Principal, source: str) -> Response:
+                  principal: Principal, pair: tuple[str, str]) -> Response:
     config = service.settings.media
 
     async def recognised() -> tuple[tuple[str, ...], bytes]:
@@ -174,13 +175,10 @@ async def _accept(service: MediaService, pool: MediaPool, form: SpeechUpload, da
         layout = SpeechLayout(transcript, _wer(form, transcript))
         return tuple(u.text for u in transcript.utterances), msgspec.json.encode(layout)
 
-    job = NewJob(tenant=principal.tenant, kind="speech", source=source, target=form.target.strip().lower(),
-                 segments=(), input_data=data, glossary_id=form.glossary_id)
+    job = NewJob(tenant=principal.tenant, kind="speech", source=pair[0], target=pair[1], segments=(),
+                 input_data=data, glossary_id=form.glossary_id)
     created = await submit(service, pool, job, principal, recognised, max_recognising=config.max_recognising_jobs)
-    url = f"{_JOBS}/{created.id}"
-    response = json_response(JobCreated(created.id, created.status, url), status_code=202)
-    response.headers["Location"] = url
-    return response
+    return accepted(created, _JOBS)
 
 
 def _job_result(layout: SpeechLayout, translations: list[str], billed_characters: int) -> SpeechOut:

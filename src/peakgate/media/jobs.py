@@ -21,7 +21,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Literal, Protocol
 
 import msgspec
+from starlette.responses import Response
 
+from peakgate.api.bodies import json_response
 from peakgate.api.contract import TranslationService
 from peakgate.domain import Principal
 from peakgate.errors import NotFound, Overloaded, PeakgateError, Rejected
@@ -82,6 +84,14 @@ class JobCreated(msgspec.Struct):
     job_id: str
     status: str
     status_url: str
+
+
+def accepted(job: Job, jobs_path: str) -> Response:
+    """The 202 for a job taken: its id and status URL, also as `Location`."""
+    url = f"{jobs_path}/{job.id}"
+    response = json_response(JobCreated(job.id, job.status, url), status_code=202)
+    response.headers["Location"] = url
+    return response
 
 
 def answer_mode(units: float, sync_max: float, *, asked_async: bool, jobs_enabled: bool) -> Mode:

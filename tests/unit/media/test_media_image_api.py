@@ -41,6 +41,7 @@ def _service(**media: object) -> FakeService:
     ({"target": "de"}, "nothing translates into 'de'"),
     ({"format": "gif"}, "`format` must be json or png"),
     ({"overlay": "maybe"}, "`overlay` must be true or false"),
+    ({"async": "later"}, "`async` must be true or false"),
 ])
 def test_bad_fields_are_a_400_before_any_ocr(fields: dict[str, str], words: str) -> None:
     reply = _post(_service(), _png(), **fields)

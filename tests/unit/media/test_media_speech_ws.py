@@ -117,14 +117,15 @@ def test_oversized_chunks_close_1009_and_a_full_pool_1013() -> None:
     assert (received[-1]["code"], code) == ("overloaded", 1013)
 
 
+async def _silent() -> dict[str, Any]:
+    """A client that connected and sends nothing."""
+    await asyncio.Event().wait()
+    return {}
+
+
 async def test_the_start_message_is_awaited_only_until_its_timeout_on_the_clock() -> None:
-    clock, never = FakeClock(), asyncio.Event()
-
-    async def silent() -> dict[str, Any]:
-        await never.wait()
-        return {}
-
-    waiting = asyncio.create_task(first_message(silent, clock, 10.0))
+    clock = FakeClock()
+    waiting = asyncio.create_task(first_message(_silent, clock, 10.0))
     await asyncio.sleep(0)
     assert clock.sleepers == 1  # the deadline is set as soon as the wait starts
     clock.advance(9.9)
@@ -135,20 +136,15 @@ async def test_the_start_message_is_awaited_only_until_its_timeout_on_the_clock(
         await waiting
 
 
-
 async def test_a_start_message_in_time_is_returned_and_a_cancelled_wait_stays_cancelled() -> None:
-    clock, never = FakeClock(), asyncio.Event()
+    clock = FakeClock()
 
     async def prompt() -> dict[str, Any]:
         return {"text": "start"}
 
-    async def silent() -> dict[str, Any]:
-        await never.wait()
-        return {}
-
     assert await first_message(prompt, clock, 10.0) == {"text": "start"}
     assert clock.sleepers == 0  # its deadline is gone with it
-    waiting = asyncio.create_task(first_message(silent, clock, 10.0))
+    waiting = asyncio.create_task(first_message(_silent, clock, 10.0))
     await asyncio.sleep(0)
     waiting.cancel()
     with pytest.raises(asyncio.CancelledError):

@@ -42,7 +42,7 @@ from peakgate.errors import BadRequest, InputTooLarge, NotFound, Rejected, Unaut
 from peakgate.glossary.store import GlossaryStore
 from peakgate.jobs.config import JobsConfig
 from peakgate.jobs.formats import DocumentCodec, codec_named
-from peakgate.jobs.model import Job, NewJob
+from peakgate.jobs.model import MEDIA_KINDS, Job, NewJob
 from peakgate.jobs.offload import AsyncJobStore
 from peakgate.observe.metrics import Metrics
 from peakgate.scaleout.wall import SystemWallClock, WallClock
@@ -188,7 +188,8 @@ async def _submit(service: DocumentService, job: NewJob, principal: Principal) -
 
 async def _owned(service: DocumentService, job_id: str, principal: Principal) -> Job:
     job = await service.job_runner.store.get(job_id)
-    if job is None or job.tenant != principal.tenant:  # another tenant's job is as good as absent
+    # Another tenant's job is as good as absent, and so is an image or speech job (its own routes answer it).
+    if job is None or job.tenant != principal.tenant or job.kind in MEDIA_KINDS:
         raise NotFound(f"document {job_id} not found")
     return job
 

@@ -22,7 +22,7 @@ from peakgate.domain import Principal
 from peakgate.errors import InputTooLarge, PeakgateError, QuotaExceeded, Unauthorized, UnsupportedPair
 from peakgate.glossary import DictionaryEntries, Entry, GlossaryStore, build_glossary_store
 from peakgate.jobs.config import JobsConfig
-from peakgate.jobs.model import Job
+from peakgate.jobs.model import Job, JobKind, NewJob
 from peakgate.jobs.runner import JobRunner
 from peakgate.jobs.store import SqliteJobStore
 from peakgate.observe.metrics import Metrics
@@ -196,6 +196,15 @@ def test_failed_document_reports_its_error(http: TestClient, service: FakeDocSer
     status = http.post(f"/v2/document/{handle['document_id']}", json=key, headers=AUTH).json()
     assert status["status"] == "error" and "no model translates" in status["error_message"]
     assert http.post(f"/v2/document/{handle['document_id']}/result", json=key, headers=AUTH).status_code == 400
+
+
+@pytest.mark.parametrize("kind", ["image", "speech"])
+def test_a_media_job_is_not_answered_as_a_document_or_a_batch(http: TestClient, service: FakeDocService,
+                                                              kind: JobKind) -> None:
+    job = service.jobs.create(NewJob(tenant="test", kind=kind, source="en", target="es", segments=()))
+    assert http.get(f"/v1/jobs/{job.id}", headers=BEARER).status_code == 404
+    reply = http.post(f"/v2/document/{job.id}", json={"document_key": job.key}, headers=AUTH)
+    assert reply.status_code == 404, reply.text
 
 
 def test_batch_job_lifecycle(http: TestClient, service: FakeDocService) -> None:

@@ -11,6 +11,7 @@ SIGINT drains the worker (see `worker`) and the process exits 0, or 1 if its eng
 from __future__ import annotations
 
 import asyncio
+import faulthandler
 import logging
 import os
 import signal
@@ -31,6 +32,7 @@ from peakgate.scaleout.worker_metrics import WorkerCollector, serve_worker_metri
 from peakgate.scheduling.concurrency import worker_count
 
 _log = logging.getLogger(__name__)
+_STUCK_MARGIN_S = 5.0
 
 
 def run_worker(config: Path | None, redis_url: str | None, models: Sequence[str] | None,
@@ -62,23 +64,34 @@ def select_models(settings: Settings, names: Sequence[str] | None) -> tuple[Mode
 
 async def _serve(settings: Settings, queue: QueueConfig, models: Sequence[ModelConfig],
                  concurrency: int | None, standby: bool) -> int:
+    clock = MonotonicClock()
     worker_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:4]}"
     worker = Worker(
         config=queue, batcher=settings.batcher, classes=settings.classes,
         backends={m.name: build_backend(m, settings.models_dir) for m in models},
         concurrency={m.name: concurrency or worker_count(m) for m in models},
-        transport=RedisStreams.connect(queue, worker_id), clock=MonotonicClock(), wall=SystemWallClock(),
+        transport=RedisStreams.connect(queue, worker_id), clock=clock, wall=SystemWallClock(),
         worker_id=worker_id, grace_s=settings.shutdown_grace_s, standby=standby,
     )
     loop = asyncio.get_running_loop()
+
+    def stop() -> None:
+        worker.stop()
+        # A drain ends within its grace: past that and a margin, say where shutdown is stuck before a kill, from
+        # the loop (its tasks) and, should the loop itself be blocked, from faulthandler's thread (every stack).
+        stuck_s = settings.shutdown_grace_s + _STUCK_MARGIN_S
+        clock.call_at(clock.now() + stuck_s, _log_stuck_tasks)
+        faulthandler.dump_traceback_later(stuck_s + 1.0, exit=False)
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, worker.stop)
+        loop.add_signal_handler(sig, stop)
     stop_metrics = _metrics(worker, queue)
     _log.info("worker %s %s %s", worker_id, "standing by for" if standby else "serving",
               ", ".join(m.name for m in models))
     try:
         code = await worker.run()
     finally:
+        faulthandler.cancel_dump_traceback_later()
         stop_metrics()
     _log.info("worker %s stopped (%s)", worker_id, worker.counts)
     return code
@@ -92,3 +105,13 @@ def _metrics(worker: Worker, queue: QueueConfig) -> Callable[[], None]:
     # The port on a line of its own: a supervisor (or a test) that asked for a free port reads it here.
     _log.info("worker %s metrics on http://%s:%d/metrics", worker.worker_id, queue.worker_metrics_host, port)
     return stop
+
+
+def _log_stuck_tasks() -> None:
+    tasks = [t for t in asyncio.all_tasks() if not t.done()]
+    _log.error("shutdown still running past its grace; %d tasks pending:", len(tasks))
+    for task in tasks:
+        frames = task.get_stack(limit=8)
+        where = " <- ".join(f"{f.f_code.co_filename.rpartition('/')[2]}:{f.f_lineno} {f.f_code.co_name}"
+                            for f in reversed(frames))
+        _log.error("  %s: %s", task.get_name(), where or "(not started)")
